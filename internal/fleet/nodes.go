@@ -1,0 +1,77 @@
+package fleet
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/multislice/multislice/internal/gke"
+)
+
+const (
+	// KwokNodeAnnotation hands a node to kwok, which plays its kubelet.
+	KwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// SimulatedLabel marks every node of the simulated fleet.
+	SimulatedLabel = "multislice.dev/simulated"
+)
+
+// NodeName is the name of host i of a pool, stable across repairs so that a
+// repaired slice comes back as the same hosts, as on GKE.
+func NodeName(pool string, i int) string { return fmt.Sprintf("gke-%s-%d", pool, i) }
+
+// Nodes renders the Node objects of a pool with GKE's labels, taint and
+// capacity. Status conditions are left to kwok, which reports them Ready.
+func Nodes(p Resolved) []*corev1.Node {
+	nodes := make([]*corev1.Node, p.Nodes)
+	for i := range nodes {
+		nodes[i] = node(p, i)
+	}
+	return nodes
+}
+
+func node(p Resolved, i int) *corev1.Node {
+	name := NodeName(p.Name, i)
+	labels := map[string]string{
+		"kubernetes.io/hostname": name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+		"type":                   "kwok",
+		SimulatedLabel:           "true",
+		gke.NodePoolLabel:        p.Name,
+		gke.InstanceTypeLabel:    p.MachineType,
+	}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	// Placeholder CPU and memory: enough that TPU workloads fit; not GKE's figures.
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("8"),
+		corev1.ResourceMemory: resource.MustParse("32Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	var taints []corev1.Taint
+	if s := p.Shape; s != nil {
+		labels[gke.AcceleratorLabel] = p.Accelerator
+		labels[gke.TopologyLabel] = s.Topology.String()
+		labels[gke.AcceleratorCountLabel] = strconv.Itoa(s.ChipsPerHost)
+		capacity[corev1.ResourceCPU] = resource.MustParse("200")
+		capacity[corev1.ResourceMemory] = resource.MustParse("400Gi")
+		capacity[gke.TPUResource] = *resource.NewQuantity(int64(s.ChipsPerHost), resource.DecimalSI)
+		taints = append(taints, corev1.Taint{Key: gke.TPUTaintKey, Value: gke.TPUTaintValue, Effect: corev1.TaintEffectNoSchedule})
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		},
+		Spec: corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity.DeepCopy(),
+		},
+	}
+}

@@ -1,0 +1,34 @@
+// Package gke holds the label, taint and resource names GKE puts on TPU
+// nodes, so that the simulated fleet, placement and the webhooks all speak
+// exactly GKE's dialect.
+package gke
+
+const (
+	// NodePoolLabel names the node pool of a node; it is the usual
+	// exclusive-topology key of a multislice workload.
+	NodePoolLabel = "cloud.google.com/gke-nodepool"
+	// AcceleratorLabel is the TPU accelerator, e.g. tpu-v4-podslice.
+	AcceleratorLabel = "cloud.google.com/gke-tpu-accelerator"
+	// TopologyLabel is the TPU topology of the node's slice, e.g. 2x2x2.
+	TopologyLabel = "cloud.google.com/gke-tpu-topology"
+	// AcceleratorCountLabel is the number of TPU chips on the node.
+	AcceleratorCountLabel = "cloud.google.com/gke-accelerator-count"
+	// InstanceTypeLabel is the machine type, e.g. ct4p-hightpu-4t.
+	InstanceTypeLabel = "node.kubernetes.io/instance-type"
+
+	// MultisliceGroupLabel and MultisliceGroupSizeLabel are the seed's
+	// names for the labels that join node pools into a multislice group.
+	MultisliceGroupLabel     = "MultisliceGroup"
+	MultisliceGroupSizeLabel = "MultisliceGroupSize"
+
+	// TPUResource is the extended resource of TPU chips; TPUTaintKey is the
+	// taint GKE puts on every TPU node (value TPUTaintValue, NoSchedule).
+	TPUResource   = "google.com/tpu"
+	TPUTaintKey   = "google.com/tpu"
+	TPUTaintValue = "present"
+
+	// ImpendingTerminationTaint and ActiveMaintenanceLabel mark a node that
+	// is about to go away for host maintenance.
+	ImpendingTerminationTaint = "cloud.google.com/impending-node-termination"
+	ActiveMaintenanceLabel    = "cloud.google.com/active-node-maintenance"
+)
