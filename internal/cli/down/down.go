@@ -1,0 +1,46 @@
+// Package down implements `multislice down`: stop every process `up` started.
+package down
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/localcluster"
+)
+
+// NewCmdDown is `multislice down`.
+func NewCmdDown(f *cli.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the local cluster: every process it started, leaving no port in use",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return Run(f) },
+	}
+}
+
+// Run stops the cluster and reports each process.
+func Run(f *cli.Factory) error {
+	home, err := f.Home()
+	if err != nil {
+		return err
+	}
+	report, err := localcluster.Down(home)
+	for _, r := range report {
+		if r.WasRunning {
+			fmt.Fprintf(f.Out, "stopped %s (pid %d)\n", r.Name, r.PID)
+		} else {
+			fmt.Fprintf(f.Out, "%s (pid %d) had already exited; see %s\n", r.Name, r.PID, home.Log(r.Name))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if report == nil {
+		fmt.Fprintf(f.Out, "no cluster is running in %s\n", home)
+		return nil
+	}
+	fmt.Fprintf(f.Out, "cluster in %s is down; logs are kept in %s\n", home, home.LogDir())
+	return nil
+}

@@ -1,0 +1,296 @@
+// Package nodepool implements `multislice nodepool`, the simulated cloud's
+// counterpart of `gcloud container node-pools create|update|delete|list`.
+package nodepool
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/status"
+	"github.com/multislice/multislice/internal/cloud"
+	"github.com/multislice/multislice/internal/fleet"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/tpu"
+)
+
+// NewCmdNodepool is `multislice nodepool`.
+func NewCmdNodepool(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "nodepool",
+		Aliases: []string{"node-pools", "nodepools"},
+		Short:   "Create, update, delete and inspect node pools of the simulated TPU cloud",
+	}
+	cmd.AddCommand(newCmdCreate(f), newCmdUpdate(f), newCmdDelete(f), newCmdList(f), newCmdStatus(f))
+	return cmd
+}
+
+// CreateOptions are the flags of `nodepool create`, named as in gcloud.
+type CreateOptions struct {
+	Name        string
+	MachineType string
+	TPUTopology string
+	NodeLabels  map[string]string
+	NumNodes    int
+	Wait        time.Duration
+}
+
+// gcloudOnly are gcloud flags accepted so a pasted command works; the
+// simulated cloud has a single region and cluster.
+var gcloudOnly = []string{"region", "cluster", "node-locations", "reservation-affinity", "reservation", "project", "zone"}
+
+func newCmdCreate(f *cli.Factory) *cobra.Command {
+	opts := &CreateOptions{}
+	cmd := &cobra.Command{
+		Use:   "create NAME --machine-type=TYPE [--tpu-topology=AxBxC] [--node-labels=k=v,...] [--num-nodes=N]",
+		Short: "Create a node pool: one TPU slice, or CPU nodes",
+		Example: `  multislice nodepool create pool-a --machine-type=ct4p-hightpu-4t --tpu-topology=2x2x2 \
+      --node-labels=MultisliceGroup=group-a,MultisliceGroupSize=2
+  multislice nodepool create cpu --machine-type=e2-standard-8 --num-nodes=3`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			return RunCreate(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.MachineType, "machine-type", "", "machine type, e.g. ct4p-hightpu-4t, ct5lp-hightpu-4t, ct6e-standard-4t, e2-standard-8 (required)")
+	cmd.Flags().StringVar(&opts.TPUTopology, "tpu-topology", "", "TPU topology of the slice, e.g. 2x2x2 or 4x4")
+	cmd.Flags().StringToStringVar(&opts.NodeLabels, "node-labels", nil, "node labels, e.g. MultisliceGroup=g,MultisliceGroupSize=4")
+	cmd.Flags().IntVar(&opts.NumNodes, "num-nodes", 0, "number of nodes; for a TPU slice it must equal the topology's hosts (default: derived)")
+	cmd.Flags().DurationVar(&opts.Wait, "wait", 2*time.Minute, "wait this long for the nodes to be Ready (0: do not wait)")
+	addGcloudOnly(cmd)
+	_ = cmd.MarkFlagRequired("machine-type")
+	return cmd
+}
+
+func addGcloudOnly(cmd *cobra.Command) {
+	for _, name := range gcloudOnly {
+		cmd.Flags().String(name, "", "accepted for gcloud compatibility; ignored by the simulated cloud")
+		_ = cmd.Flags().MarkHidden(name)
+	}
+}
+
+// PoolFromFlags turns gcloud-style flags into a pool: a TPU machine type
+// makes a slice whose accelerator follows from the machine type.
+func PoolFromFlags(opts *CreateOptions) (fleet.Pool, error) {
+	p := fleet.Pool{Name: opts.Name, MachineType: opts.MachineType, NumNodes: opts.NumNodes, Labels: opts.NodeLabels}
+	g, _, err := tpu.ForMachineType(opts.MachineType)
+	switch {
+	case err == nil:
+		if opts.TPUTopology == "" {
+			return p, fmt.Errorf("--tpu-topology is required for TPU machine type %s (for example %s)", opts.MachineType, strings.Join(g.Topologies(), ", "))
+		}
+		p.Accelerator, p.Topology = g.PrimaryAccelerator(), opts.TPUTopology
+	case opts.TPUTopology != "":
+		return p, fmt.Errorf("--machine-type: %w", err)
+	}
+	return p, nil
+}
+
+// RunCreate creates the pool and waits for its nodes.
+func RunCreate(ctx context.Context, f *cli.Factory, opts *CreateOptions) error {
+	p, err := PoolFromFlags(opts)
+	if err != nil {
+		return err
+	}
+	c, err := open(ctx, f, "nodepool create")
+	if err != nil {
+		return err
+	}
+	if err := c.CreatePool(ctx, p); err != nil {
+		return err
+	}
+	r, _ := fleet.Resolve(p)
+	what := fmt.Sprintf("%d nodes of %s", r.Nodes, r.MachineType)
+	if r.Shape != nil {
+		what = fmt.Sprintf("%s (%s %s: %d hosts of %d chips)", r.Shape.AcceleratorType(), r.Accelerator, r.Shape.Topology, r.Nodes, r.Shape.ChipsPerHost)
+	}
+	fmt.Fprintf(f.Out, "Created node pool %s: %s.\n", p.Name, what)
+	return waitReady(ctx, f, c, p.Name, opts.Wait)
+}
+
+func waitReady(ctx context.Context, f *cli.Factory, c *cloud.Cloud, name string, wait time.Duration) error {
+	if wait <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		pools, _, err := c.Status(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range pools {
+			if p.Name == name && p.Healthy() {
+				fmt.Fprintf(f.Out, "Node pool %s: %d/%d nodes Ready.\n", name, p.Ready, p.Nodes)
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node pool %s: nodes not Ready after %s; see `multislice status` and the kwok log", name, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func newCmdUpdate(f *cli.Factory) *cobra.Command {
+	var nodeLabels map[string]string
+	cmd := &cobra.Command{
+		Use:     "update NAME --node-labels=k=v,...",
+		Short:   "Add or change node labels of a pool (e.g. join a multislice group)",
+		Example: `  multislice nodepool update pool-a --node-labels=MultisliceGroup=group-a,MultisliceGroupSize=2`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(nodeLabels) == 0 {
+				return fmt.Errorf("--node-labels is required: the labels to set, e.g. --node-labels=MultisliceGroup=g,MultisliceGroupSize=4")
+			}
+			c, err := open(cmd.Context(), f, "nodepool update")
+			if err != nil {
+				return err
+			}
+			if err := c.UpdatePool(cmd.Context(), args[0], nodeLabels); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.Out, "Updated node pool %s: labels %s.\n", args[0], labels.Set(nodeLabels))
+			return nil
+		},
+	}
+	cmd.Flags().StringToStringVar(&nodeLabels, "node-labels", nil, "node labels to add or change")
+	addGcloudOnly(cmd)
+	return cmd
+}
+
+func newCmdDelete(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a node pool and its nodes, freeing its capacity",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := open(cmd.Context(), f, "nodepool delete")
+			if err != nil {
+				return err
+			}
+			if err := c.DeletePool(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.Out, "Deleted node pool %s.\n", args[0])
+			return nil
+		},
+	}
+	addGcloudOnly(cmd)
+	return cmd
+}
+
+func newCmdList(f *cli.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List node pools with their shape and Ready nodes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := open(cmd.Context(), f, "nodepool list")
+			if err != nil {
+				return err
+			}
+			pools, _, err := c.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			status.PrintPools(f, pools)
+			return nil
+		},
+	}
+}
+
+func newCmdStatus(f *cli.Factory) *cobra.Command {
+	var selector string
+	cmd := &cobra.Command{
+		Use:   "status -l MultisliceGroup=NAME",
+		Short: "Count the Ready nodes matching a label selector and say whether each multislice group is complete",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return RunStatus(cmd.Context(), f, selector)
+		},
+	}
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "node label selector, e.g. MultisliceGroup=multislice-group-1")
+	return cmd
+}
+
+// RunStatus prints the Ready node count of the selected nodes (the seed's
+// `kubectl get nodes -l ... | grep Ready | wc -l`) and the state of every
+// multislice group they belong to.
+func RunStatus(ctx context.Context, f *cli.Factory, selector string) error {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return fmt.Errorf("-l %q: %w", selector, err)
+	}
+	c, err := open(ctx, f, "nodepool status")
+	if err != nil {
+		return err
+	}
+	client, _, err := f.Client()
+	if err != nil {
+		return err
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return err
+	}
+	ready, poolsSeen := 0, map[string]bool{}
+	for i := range nodes.Items {
+		if cloud.NodeReady(&nodes.Items[i]) {
+			ready++
+		}
+		poolsSeen[nodes.Items[i].Labels[gke.NodePoolLabel]] = true
+	}
+	fmt.Fprintf(f.Out, "Ready nodes: %d of %d matching %q\n", ready, len(nodes.Items), selector)
+	_, groups, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	var shown []cloud.GroupStatus
+	for _, g := range groups {
+		for _, p := range g.Pools {
+			if poolsSeen[p.Name] {
+				shown = append(shown, g)
+				break
+			}
+		}
+	}
+	sort.Slice(shown, func(i, j int) bool { return shown[i].Name < shown[j].Name })
+	for _, g := range shown {
+		hosts := 0
+		if len(g.Pools) > 0 {
+			hosts = g.Pools[0].Nodes
+		}
+		verdict := "complete"
+		if !g.Complete() {
+			verdict = fmt.Sprintf("INCOMPLETE: needs %d healthy slices", g.Size)
+		}
+		fmt.Fprintf(f.Out, "Group %s: %s (%d of %d slices healthy, %d hosts each; %d pools)\n",
+			g.Name, verdict, g.HealthySlice, g.Size, hosts, len(g.Pools))
+	}
+	return nil
+}
+
+func open(ctx context.Context, f *cli.Factory, who string) (*cloud.Cloud, error) {
+	client, _, err := f.Client()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cloud.Open(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	c.Who = who
+	return c, nil
+}

@@ -1,0 +1,33 @@
+// Package root assembles the multislice command tree.
+package root
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/down"
+	"github.com/multislice/multislice/internal/cli/nodepool"
+	"github.com/multislice/multislice/internal/cli/status"
+	"github.com/multislice/multislice/internal/cli/up"
+)
+
+// NewCmdRoot is `multislice`.
+func NewCmdRoot(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "multislice",
+		Short: "Multislice TPU training on Kubernetes: JobSet, TPU webhook, slice placement, auto-repair, local cluster",
+		Long: `multislice runs multislice accelerator training on Kubernetes.
+
+A local cluster with a simulated TPU fleet:
+  multislice up                 start it (state in $MULTISLICE_HOME, default ~/.multislice)
+  multislice status             components and fleet
+  multislice nodepool list      node pools of the simulated cloud
+  multislice down               stop it`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetOut(f.Out)
+	cmd.SetErr(f.Err)
+	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f))
+	return cmd
+}

@@ -1,0 +1,109 @@
+// Package status implements `multislice status`: the local cluster's
+// components and its simulated fleet at a glance.
+package status
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cloud"
+)
+
+// NewCmdStatus is `multislice status`.
+func NewCmdStatus(f *cli.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the local cluster's components, their memory, and the fleet",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return Run(cmd.Context(), f) },
+	}
+}
+
+// Run prints components, then node pools and multislice groups.
+func Run(ctx context.Context, f *cli.Factory) error {
+	home, err := f.Home()
+	if err != nil {
+		return err
+	}
+	comps, err := home.Components()
+	if err != nil {
+		return err
+	}
+	if comps == nil {
+		fmt.Fprintf(f.Out, "no cluster in %s: start one with `multislice up`\n", home)
+		return nil
+	}
+	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "COMPONENT\tSTATE\tPID\tPORTS\tMEMORY\tLOG")
+	var total int64
+	down := 0
+	for _, c := range comps {
+		state := "running"
+		if !c.Running {
+			state, down = "STOPPED", down+1
+		}
+		total += c.RSSBytes
+		fmt.Fprintf(w, "%s\t%s\t%d\t%v\t%s\t%s\n", c.Name, state, c.PID, c.Ports, mib(c.RSSBytes), c.Log)
+	}
+	fmt.Fprintf(w, "total\t\t\t\t%s\t\n", mib(total))
+	w.Flush()
+	if down > 0 {
+		fmt.Fprintf(f.Out, "\n%d component(s) stopped: read their logs, then `multislice down` and `multislice up`\n", down)
+	}
+	client, _, err := f.Client()
+	if err != nil {
+		return err
+	}
+	c, err := cloud.Open(ctx, client)
+	if err != nil {
+		return err
+	}
+	pools, groups, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(f.Out)
+	PrintPools(f, pools)
+	fmt.Fprintln(f.Out)
+	PrintGroups(f, groups)
+	return nil
+}
+
+// PrintPools prints one line per node pool.
+func PrintPools(f *cli.Factory, pools []cloud.PoolStatus) {
+	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODEPOOL\tMACHINE TYPE\tACCELERATOR\tTOPOLOGY\tTPU TYPE\tNODES\tREADY")
+	for _, p := range pools {
+		acc, topo, typ := "-", "-", "-"
+		if p.Shape != nil {
+			acc, topo, typ = p.Accelerator, p.Shape.Topology.String(), p.Shape.AcceleratorType()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", p.Name, p.MachineType, acc, topo, typ, p.Nodes, p.Ready)
+	}
+	w.Flush()
+}
+
+// PrintGroups prints one line per multislice group.
+func PrintGroups(f *cli.Factory, groups []cloud.GroupStatus) {
+	if len(groups) == 0 {
+		fmt.Fprintln(f.Out, "no multislice groups")
+		return
+	}
+	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "GROUP\tSIZE\tPOOLS\tHEALTHY SLICES\tCOMPLETE")
+	for _, g := range groups {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%t\n", g.Name, g.Size, len(g.Pools), g.HealthySlice, g.Complete())
+	}
+	w.Flush()
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d MiB", b>>20)
+}

@@ -1,0 +1,157 @@
+// Package up implements `multislice up`: a local control plane with a
+// simulated TPU fleet, left running in the background.
+package up
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cloud"
+	"github.com/multislice/multislice/internal/fleet"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/localcluster"
+)
+
+// Options are the flags of `multislice up`.
+type Options struct {
+	FleetFile     string
+	APIServerPort int
+	Timeout       time.Duration
+	// AfterStart runs once the control plane serves, before the fleet is
+	// provisioned; later components (the manager) hook in here.
+	AfterStart func(context.Context, *localcluster.Running) error
+}
+
+// NewCmdUp is `multislice up`.
+func NewCmdUp(f *cli.Factory) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a local cluster with a simulated TPU fleet",
+		Long: `Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on
+127.0.0.1, create the simulated TPU fleet, wait until every node is Ready, and
+leave the cluster running in the background. State, kubeconfig and one log per
+component live in $MULTISLICE_HOME (default ~/.multislice).
+
+The default fleet is the seed's: multislice group multislice-group-1 of four
+tpu-v4-podslice 2x2x2 pools (v4-16: two hosts of four chips) plus a spare pool,
+a CPU pool, and spare capacity for two more slices. Print it with
+--print-default-fleet; pass your own with --fleet.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ok, _ := cmd.Flags().GetBool("print-default-fleet"); ok {
+				_, err := f.Out.Write(fleet.DefaultYAML())
+				return err
+			}
+			return Run(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.FleetFile, "fleet", "", "fleet config file (default: the seed's fleet)")
+	cmd.Flags().IntVar(&opts.APIServerPort, "apiserver-port", 0, "port of kube-apiserver on 127.0.0.1 (0 picks a free one)")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 3*time.Minute, "give up if the fleet is not Ready by then")
+	cmd.Flags().Bool("print-default-fleet", false, "print the default fleet config and exit")
+	return cmd
+}
+
+// Run starts the cluster and provisions the fleet.
+func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
+	cfg := fleet.Default()
+	if opts.FleetFile != "" {
+		var err error
+		if cfg, err = fleet.Load(opts.FleetFile); err != nil {
+			return err
+		}
+	}
+	pools, err := cfg.Expand()
+	if err != nil {
+		return err
+	}
+	home, err := f.Home()
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	fmt.Fprintf(f.Out, "Starting a local multislice cluster in %s\n", home)
+	running, err := localcluster.Start(ctx, localcluster.StartOptions{
+		Home: home, Binaries: localcluster.FindBinaries(), APIServerPort: opts.APIServerPort, Progress: f.Out,
+	})
+	if errors.Is(err, localcluster.ErrAlreadyRunning) {
+		fmt.Fprintln(f.Out, err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	controlPlane := time.Since(began)
+	if err := provision(ctx, f.Out, running, cfg, pools, opts); err != nil {
+		running.Stop()
+		return err
+	}
+	total := time.Since(began)
+	nodes := 0
+	for _, p := range pools {
+		nodes += p.Nodes
+	}
+	fmt.Fprintf(f.Out, "\nCluster ready: control plane in %.1fs, fleet of %d nodes Ready in %.1fs (total %.1fs).\n",
+		controlPlane.Seconds(), nodes, (total - controlPlane).Seconds(), total.Seconds())
+	fmt.Fprintf(f.Out, `
+Use it:
+  export KUBECONFIG=%s
+  kubectl get nodes -L %s,%s
+  multislice nodepool status -l %s=multislice-group-1
+  multislice status        components, memory and fleet
+Stop it:
+  multislice down
+`, home.Kubeconfig(), gke.NodePoolLabel, gke.TopologyLabel, cfg.Keys().Name)
+	return nil
+}
+
+func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg *fleet.Config, pools []fleet.Resolved, opts *Options) error {
+	if opts.AfterStart != nil {
+		if err := opts.AfterStart(ctx, r); err != nil {
+			return err
+		}
+	}
+	c, err := cloud.Init(ctx, r.Client, cloud.Settings{GroupLabels: cfg.Keys(), Quota: cfg.Quota(pools)})
+	if err != nil {
+		return err
+	}
+	want := 0
+	for _, p := range pools {
+		want += p.Nodes
+	}
+	fmt.Fprintf(out, "creating the fleet: %d node pools, %d nodes\n", len(pools), want)
+	if err := c.Provision(ctx, pools); err != nil {
+		return err
+	}
+	ready := 0
+	err = r.WaitFor(ctx, "kwok", opts.Timeout, func(ctx context.Context) (bool, error) {
+		nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err
+		}
+		ready = 0
+		for i := range nodes.Items {
+			if cloud.NodeReady(&nodes.Items[i]) {
+				ready++
+			}
+		}
+		return ready >= want, fmt.Errorf("%d of %d nodes Ready", ready, want)
+	})
+	if err != nil {
+		return fmt.Errorf("fleet not Ready: %w", err)
+	}
+	// Pods cannot be created before the default ServiceAccount exists.
+	return r.WaitFor(ctx, "kube-controller-manager", opts.Timeout, func(ctx context.Context) (bool, error) {
+		_, err := r.Client.CoreV1().ServiceAccounts(corev1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
+}

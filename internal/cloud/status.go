@@ -1,0 +1,87 @@
+package cloud
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/multislice/multislice/internal/fleet"
+	"github.com/multislice/multislice/internal/gke"
+)
+
+// PoolStatus is a pool with the state of its nodes.
+type PoolStatus struct {
+	fleet.Resolved
+	Present, Ready int
+}
+
+// Healthy: every host of the slice exists and is Ready.
+func (p PoolStatus) Healthy() bool { return p.Ready == p.Nodes }
+
+// GroupStatus is a multislice group with the health of its slices.
+type GroupStatus struct {
+	Name         string
+	Size         int
+	Pools        []PoolStatus
+	HealthySlice int
+}
+
+// Complete: at least Size slices of the group are wholly Ready.
+func (g GroupStatus) Complete() bool { return g.HealthySlice >= g.Size }
+
+// Status joins the pool records with the live nodes.
+func (c *Cloud) Status(ctx context.Context) ([]PoolStatus, []GroupStatus, error) {
+	pools, err := c.Pools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: gke.NodePoolLabel})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return Summarize(pools, nodes.Items, c.Settings.GroupLabels)
+}
+
+// Summarize is the pure part of Status.
+func Summarize(pools []fleet.Resolved, nodes []corev1.Node, keys fleet.GroupLabels) ([]PoolStatus, []GroupStatus, error) {
+	present, ready := map[string]int{}, map[string]int{}
+	for _, n := range nodes {
+		pool := n.Labels[gke.NodePoolLabel]
+		present[pool]++
+		if NodeReady(&n) {
+			ready[pool]++
+		}
+	}
+	statuses := make([]PoolStatus, len(pools))
+	byName := map[string]PoolStatus{}
+	for i, p := range pools {
+		statuses[i] = PoolStatus{Resolved: p, Present: present[p.Name], Ready: ready[p.Name]}
+		byName[p.Name] = statuses[i]
+	}
+	groups, err := fleet.Groups(pools, keys)
+	out := make([]GroupStatus, 0, len(groups))
+	for _, g := range groups {
+		gs := GroupStatus{Name: g.Name, Size: g.Size}
+		for _, p := range g.Pools {
+			ps := byName[p.Name]
+			gs.Pools = append(gs.Pools, ps)
+			if ps.Healthy() {
+				gs.HealthySlice++
+			}
+		}
+		out = append(out, gs)
+	}
+	return statuses, out, err
+}
+
+// NodeReady reports the node's Ready condition.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,143 @@
+package localcluster
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/multislice/multislice/internal/fleet"
+	"github.com/multislice/multislice/internal/sim"
+)
+
+const (
+	serviceCIDR = "10.96.0.0/16"
+	serviceIP   = "10.96.0.1" // the kubernetes Service: first address of serviceCIDR
+	podCIDR     = "10.64.0.0/12"
+)
+
+// ports are the loopback ports of one cluster.
+type ports struct {
+	APIServer, EtcdClient, EtcdPeer, Scheduler, ControllerManager, Kwok int
+}
+
+func (h Home) pki(name string) string { return h.path("pki", name) }
+
+func (h Home) etcdArgs(p ports) []string {
+	client := "http://127.0.0.1:" + strconv.Itoa(p.EtcdClient)
+	peer := "http://127.0.0.1:" + strconv.Itoa(p.EtcdPeer)
+	return []string{
+		"--name=multislice", "--data-dir=" + h.path("etcd"),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=multislice=" + peer,
+		// A throw-away local cluster trades durability for speed.
+		"--unsafe-no-fsync", "--log-level=warn",
+	}
+}
+
+func (h Home) apiServerArgs(p ports) []string {
+	return []string{
+		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(p.EtcdClient),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(p.APIServer),
+		"--tls-cert-file=" + h.pki("apiserver.crt"), "--tls-private-key-file=" + h.pki("apiserver.key"),
+		"--client-ca-file=" + h.pki("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + h.pki("sa.key"), "--service-account-signing-key-file=" + h.pki("sa.key"),
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--authorization-mode=Node,RBAC",
+		// GKE enables ExtendedResourceToleration: pods requesting google.com/tpu
+		// tolerate the google.com/tpu taint without saying so (the seed relies on it).
+		"--enable-admission-plugins=ExtendedResourceToleration",
+		// The seed's pods run privileged.
+		"--allow-privileged=true",
+		"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
+		"--profiling=false",
+	}
+}
+
+func (h Home) controllerManagerArgs(p ports) []string {
+	kc := h.pki("kube-controller-manager.kubeconfig")
+	return []string{
+		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.ControllerManager),
+		"--leader-elect=false",
+		"--service-account-private-key-file=" + h.pki("sa.key"), "--root-ca-file=" + h.pki("ca.crt"),
+		"--use-service-account-credentials=true",
+		"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-job-syncs=20",
+		"--profiling=false",
+	}
+}
+
+func (h Home) schedulerArgs(p ports) []string {
+	kc := h.pki("kube-scheduler.kubeconfig")
+	return []string{
+		"--config=" + h.path("kube-scheduler.yaml"),
+		"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.Scheduler),
+		"--profiling=false",
+	}
+}
+
+func (h Home) kwokArgs(p ports) []string {
+	return []string{
+		"--kubeconfig=" + h.pki("kwok.kubeconfig"), "--config=" + h.path("kwok.yaml"),
+		"--manage-nodes-with-annotation-selector=" + fleet.KwokNodeAnnotation + "=fake",
+		"--server-address=127.0.0.1:" + strconv.Itoa(p.Kwok),
+		"--cidr=" + podCIDR,
+	}
+}
+
+// writeConfigs writes the kubeconfigs and component config files; it runs
+// after writePKI.
+func (h Home) writeConfigs(p ports) error {
+	server := fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
+	for _, id := range identities {
+		path := h.pki(id.name + ".kubeconfig")
+		if id.name == "admin" {
+			path = h.Kubeconfig()
+		}
+		if err := h.writeKubeconfig(path, server, id.name); err != nil {
+			return err
+		}
+	}
+	scheduler := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: false
+`, h.pki("kube-scheduler.kubeconfig"))
+	if err := os.WriteFile(h.path("kube-scheduler.yaml"), []byte(scheduler), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(h.path("kwok.yaml"), sim.Stages, 0o600)
+}
+
+// writeKubeconfig embeds the credentials, so the file works from anywhere.
+func (h Home) writeKubeconfig(path, server, user string) error {
+	read := func(name string) ([]byte, error) { return os.ReadFile(h.pki(name)) }
+	ca, err := read("ca.crt")
+	if err != nil {
+		return err
+	}
+	cert, err := read(user + ".crt")
+	if err != nil {
+		return err
+	}
+	key, err := read(user + ".key")
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["multislice"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts["multislice"] = &clientcmdapi.Context{Cluster: "multislice", AuthInfo: user}
+	cfg.CurrentContext = "multislice"
+	return clientcmd.WriteToFile(*cfg, path)
+}

@@ -1,0 +1,47 @@
+package localcluster
+
+import (
+	"fmt"
+	"time"
+)
+
+// StopReport says what Down found and did for one component.
+type StopReport struct {
+	Process
+	WasRunning bool
+}
+
+// Down stops every process the cluster in h started, newest first, waits
+// until their ports are free, and forgets the cluster. Logs are kept.
+func Down(h Home) ([]StopReport, error) {
+	st, err := h.ReadState()
+	if err != nil || st == nil {
+		return nil, err
+	}
+	var report []StopReport
+	for i := len(st.Processes) - 1; i >= 0; i-- {
+		p := st.Processes[i]
+		r := StopReport{Process: p, WasRunning: p.alive()}
+		p.stop(15 * time.Second)
+		if p.alive() {
+			return report, fmt.Errorf("%s (pid %d) did not stop, even after SIGKILL", p.Name, p.PID)
+		}
+		report = append(report, r)
+	}
+	var busy []string
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range st.Processes {
+		for _, port := range p.Ports {
+			for !portFree(port) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !portFree(port) {
+				busy = append(busy, fmt.Sprintf("%d (%s)", port, p.Name))
+			}
+		}
+	}
+	if len(busy) > 0 {
+		return report, fmt.Errorf("every process stopped, but ports %v are still in use by something else", busy)
+	}
+	return report, removeIfExists(h.statePath())
+}

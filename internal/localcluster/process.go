@@ -1,0 +1,134 @@
+package localcluster
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// started is a component launched by this process: exited is closed when it
+// ends, so `up` can report a crash while it waits.
+type started struct {
+	Process
+	log    string
+	exited chan struct{}
+	err    error
+}
+
+// start launches a component in its own session (so it outlives `up` and
+// a terminal hang-up), with stdout and stderr appended to its log.
+func start(name, binary, logPath string, args []string, ports []int) (*started, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "=== %s %s\n", time.Now().Format(time.RFC3339), strings.Join(append([]string{binary}, args...), " "))
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	s := &started{
+		Process: Process{Name: name, PID: cmd.Process.Pid, Binary: binary, Ports: ports, Args: args},
+		log:     logPath,
+		exited:  make(chan struct{}),
+	}
+	go func() { s.err = cmd.Wait(); close(s.exited) }()
+	return s, nil
+}
+
+// crashError explains that a component ended and points at its log.
+func (s *started) crashError() error {
+	return fmt.Errorf("%s exited (%v) before the cluster was ready; read its log: %s\n%s",
+		s.Name, s.err, s.log, tail(s.log, 8))
+}
+
+// alive reports whether the recorded process still runs the same binary
+// (a recycled pid running something else does not count).
+func (p Process) alive() bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/stat")
+	if err != nil {
+		return false
+	}
+	// Field 3, after the parenthesised command name, is the state; Z is a zombie.
+	if i := bytes.LastIndexByte(data, ')'); i < 0 || len(data) < i+3 || data[i+2] == 'Z' {
+		return false
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(p.PID) + "/exe")
+	return err == nil && strings.TrimSuffix(exe, " (deleted)") == p.Binary
+}
+
+// rssBytes is the resident memory of the process, 0 if unknown.
+func (p Process) rssBytes() int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// stop ends the process group: SIGTERM, then SIGKILL after the grace period.
+// It returns once the process is gone.
+func (p Process) stop(grace time.Duration) {
+	if !p.alive() {
+		return
+	}
+	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for p.alive() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if p.alive() {
+		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+		for i := 0; p.alive() && i < 100; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// freePort asks the kernel for an unused port on the loopback address.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portFree reports whether nothing listens on the loopback port.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// tail returns the last n lines of a file, indented, for error messages.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  | " + strings.Join(lines, "\n  | ")
+}

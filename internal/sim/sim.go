@@ -1,0 +1,24 @@
+// Package sim defines how the simulated fleet behaves: the kwok Stages that
+// play kubelet for simulated nodes and their pods, and the pod annotations
+// that tell a simulated pod when to exit and with which code.
+package sim
+
+import _ "embed"
+
+const (
+	// RunAnnotation makes a Running pod on a simulated node exit after the
+	// given Go duration ("30s", "2m"). Without it the pod runs until deleted.
+	RunAnnotation = "multislice.dev/simulate-run"
+	// ExitCodeAnnotation is the exit code of that exit (default "0"): 0
+	// makes the pod Succeeded, anything else Failed.
+	ExitCodeAnnotation = "multislice.dev/simulate-exit-code"
+	// SimulatedCondition is a pod condition that says, on every pod a
+	// simulated node runs, that no container process actually ran.
+	SimulatedCondition = "multislice.dev/Simulated"
+)
+
+// Stages is the kwok configuration: KwokConfiguration options plus the
+// node and pod Stages, as one multi-document YAML file for kwok --config.
+//
+//go:embed stages.yaml
+var Stages []byte

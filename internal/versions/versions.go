@@ -1,0 +1,28 @@
+// Package versions holds the pinned versions of everything Multislice
+// builds and runs, read from versions.env: the one place they live.
+package versions
+
+import (
+	_ "embed"
+	"strings"
+)
+
+//go:embed versions.env
+var env string
+
+// Pinned versions, as in versions.env.
+var (
+	Kubernetes      = lookup("KUBERNETES_VERSION")
+	Etcd            = lookup("ETCD_VERSION")
+	Kwok            = lookup("KWOK_VERSION")
+	ControllerTools = lookup("CONTROLLER_TOOLS_VERSION")
+)
+
+func lookup(key string) string {
+	for _, line := range strings.Split(env, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && k == key {
+			return v
+		}
+	}
+	panic("versions.env has no " + key) // a build defect, caught by tests
+}

@@ -1,0 +1,122 @@
+// Package framework is what the integration and end-to-end suites share:
+// running the multislice binary against a cluster in a temporary
+// $MULTISLICE_HOME, a client for it, and polling helpers.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// BinDir is where make puts multislice and the control-plane binaries.
+func BinDir(t testing.TB) string {
+	if d := os.Getenv("MULTISLICE_BIN_DIR"); d != "" {
+		return d
+	}
+	wd, _ := os.Getwd()
+	for dir := wd; dir != "/"; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "bin")
+		}
+	}
+	t.Fatal("cannot find the repository root")
+	return ""
+}
+
+// RequireE2E skips unless the suite was asked for (make test sets
+// MULTISLICE_E2E=1), and then fails, not skips, when a binary is missing.
+func RequireE2E(t testing.TB) {
+	if os.Getenv("MULTISLICE_E2E") != "1" {
+		t.Skip("end-to-end test: run `make test-e2e` (it builds what it needs)")
+	}
+	if _, err := os.Stat(filepath.Join(BinDir(t), "multislice")); err != nil {
+		t.Fatalf("bin/multislice is missing: run `make build` (%v)", err)
+	}
+}
+
+// Cluster is a local cluster started by a test.
+type Cluster struct {
+	Home   string
+	Config *rest.Config
+	Client kubernetes.Interface
+	t      testing.TB
+}
+
+// Run runs `multislice args...` against the cluster's home and returns its
+// combined output.
+func (c *Cluster) Run(args ...string) (string, error) {
+	return RunIn(c.t, c.Home, args...)
+}
+
+// MustRun is Run that fails the test on error.
+func (c *Cluster) MustRun(args ...string) string {
+	c.t.Helper()
+	out, err := c.Run(args...)
+	if err != nil {
+		c.t.Fatalf("multislice %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// RunIn runs multislice with MULTISLICE_HOME=home.
+func RunIn(t testing.TB, home string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(BinDir(t), "multislice"), args...)
+	cmd.Env = append(os.Environ(), "MULTISLICE_HOME="+home, "MULTISLICE_BIN_DIR="+BinDir(t))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// StartCluster runs `multislice up` in a fresh home (extra args, e.g.
+// --fleet, are passed on) and registers `down` as cleanup.
+func StartCluster(t testing.TB, args ...string) (*Cluster, string) {
+	t.Helper()
+	home := t.TempDir()
+	c := &Cluster{Home: home, t: t}
+	t.Cleanup(func() {
+		if out, err := c.Run("down"); err != nil {
+			t.Errorf("multislice down: %v\n%s", err, out)
+		}
+	})
+	out := c.MustRun(append([]string{"up"}, args...)...)
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(home, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	c.Config = cfg
+	c.Client = kubernetes.NewForConfigOrDie(cfg)
+	return c, out
+}
+
+// Eventually polls check until it reports done, failing the test with the
+// last explanation after timeout.
+func Eventually(t testing.TB, timeout time.Duration, check func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var why string
+	for {
+		var done bool
+		done, why = check(ctx)
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not done after %s: %s", timeout, why)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
