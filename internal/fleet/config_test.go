@@ -90,9 +90,9 @@ func TestParseRejects(t *testing.T) {
 			"pool p: tpu-v4-podslice 2x2x4 differs from group g, which is tpu-v4-podslice 2x2x2"},
 		"size mismatch": {head + "groups:\n- {name: g, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2}\npools:\n- {name: p, accelerator: tpu-v4-podslice, topology: 2x2x2, labels: {MultisliceGroup: g, MultisliceGroupSize: '3'}}\n",
 			"pool p: MultisliceGroupSize=3, but group g has MultisliceGroupSize=2"},
-		"half labels":  {head + "pools:\n- {name: p, accelerator: tpu-v4-podslice, topology: 2x2x2, labels: {MultisliceGroup: g}}\n", "pool p: set both MultisliceGroup and MultisliceGroupSize, or neither"},
-		"bad size":     {head + "pools:\n- {name: p, accelerator: tpu-v4-podslice, topology: 2x2x2, labels: {MultisliceGroup: g, MultisliceGroupSize: four}}\n", `MultisliceGroupSize="four" must be a positive integer`},
-		"cpu in group": {head + "pools:\n- {name: p, machineType: e2, numNodes: 1, labels: {MultisliceGroup: g, MultisliceGroupSize: '2'}}\n", "pool p: only TPU pools can join multislice group g"},
+		"half labels":          {head + "pools:\n- {name: p, accelerator: tpu-v4-podslice, topology: 2x2x2, labels: {MultisliceGroup: g}}\n", "pool p: set both MultisliceGroup and MultisliceGroupSize, or neither"},
+		"bad size":             {head + "pools:\n- {name: p, accelerator: tpu-v4-podslice, topology: 2x2x2, labels: {MultisliceGroup: g, MultisliceGroupSize: four}}\n", `MultisliceGroupSize="four" must be a positive integer`},
+		"cpu in group":         {head + "pools:\n- {name: p, machineType: e2, numNodes: 1, labels: {MultisliceGroup: g, MultisliceGroupSize: '2'}}\n", "pool p: only TPU pools can join multislice group g"},
 		"capacity accelerator": {head + "pools:\n- {name: p, machineType: e2, numNodes: 1}\ncapacity: {tpu-v99: 2}\n", `capacity: unknown TPU accelerator "tpu-v99"`},
 		"negative capacity":    {head + "pools:\n- {name: p, machineType: e2, numNodes: 1}\ncapacity: {tpu-v4-podslice: -2}\n", "capacity.tpu-v4-podslice: spare hosts must not be negative"},
 	}
