@@ -6,7 +6,10 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './tools/*' -not -path './b
 # Where a test cluster's processes may run; CI has two cores, so e2e packages run one at a time.
 GOTEST_FLAGS ?= -count=1
 
-.PHONY: all build binaries demo test test-unit test-e2e fmt vet clean
+CONTROLLER_TOOLS_VERSION := $(shell sed -n 's/^CONTROLLER_TOOLS_VERSION=//p' internal/versions/versions.env)
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
+
+.PHONY: all build binaries demo test test-unit test-e2e fmt vet clean generate verify-generated
 
 all: build
 
@@ -20,12 +23,23 @@ $(MULTISLICE): $(GO_SOURCES)
 binaries:
 	@./hack/build-controlplane.sh
 
+## generate: deepcopy functions and the CRD from api/ (controller-gen, pinned)
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object paths=./api/... crd:crdVersions=v1 output:crd:dir=./config/crd/bases
+
+$(CONTROLLER_GEN):
+	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+# The generated files are committed; CI checks they match the API.
+verify-generated: generate
+	@git diff --exit-code -- api config/crd || { echo 'generated files are stale: run make generate and commit'; exit 1; }
+
 ## demo: start the local cluster and run a TPU Indexed Job on the simulated fleet
 demo: binaries build
 	@./hack/demo.sh
 
 ## test: every test (unit, then end-to-end on a real local cluster)
-test: binaries build vet test-unit test-e2e
+test: binaries build vet verify-generated test-unit test-e2e
 
 test-unit:
 	go test $(GOTEST_FLAGS) $$(go list ./... | grep -v /test/)

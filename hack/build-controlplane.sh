@@ -2,7 +2,7 @@
 # Builds the pinned control-plane binaries into bin/, keyed by version:
 #   bin/kubernetes-<v>/{kube-apiserver,kube-scheduler,kube-controller-manager}
 #   bin/etcd-<v>/etcd   bin/kwok-<v>/kwok
-#   bin/envtest-<k8s>/  (links for controller-runtime's KUBEBUILDER_ASSETS)
+#   bin/envtest-<k8s>-<etcd>/  (links for controller-runtime's KUBEBUILDER_ASSETS)
 # A directory that exists is complete (each is built in a temporary directory and
 # renamed), so a cached version is never rebuilt and an interrupted build never counts.
 set -euo pipefail
@@ -55,4 +55,4 @@ build_into "$bin/etcd-$ETCD_VERSION" "etcd $ETCD_VERSION (~30 s)" etcd_build
 build_into "$bin/kwok-$KWOK_VERSION" "kwok $KWOK_VERSION (~1 min)" kwok_build
 build_into "$bin/kubernetes-$KUBERNETES_VERSION" \
   "kube-apiserver, kube-scheduler, kube-controller-manager $KUBERNETES_VERSION (~6 min)" kube_build
-build_into "$bin/envtest-$KUBERNETES_VERSION" "envtest assets" envtest_links
+build_into "$bin/envtest-$KUBERNETES_VERSION-$ETCD_VERSION" "envtest assets" envtest_links

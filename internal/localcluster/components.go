@@ -55,6 +55,9 @@ func (h Home) apiServerArgs(p ports) []string {
 		// The seed's pods run privileged.
 		"--allow-privileged=true",
 		"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
+		// The kubernetes Service cannot point at a loopback address; nothing
+		// in the simulated fleet dials it anyway.
+		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 	}
 }

@@ -279,8 +279,8 @@ func checkDown(t *testing.T, c *framework.Cluster) {
 		if !strings.Contains(out, fmt.Sprintf("stopped %s (pid %d)", p.Name, p.PID)) {
 			t.Errorf("down does not report stopping %s:\n%s", p.Name, out)
 		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", p.PID)); err == nil {
-			t.Errorf("%s (pid %d) still exists after down", p.Name, p.PID)
+		if running(p.PID) {
+			t.Errorf("%s (pid %d) still runs after down", p.Name, p.PID)
 		}
 	}
 	if len(st.Processes) != 5 {
@@ -295,7 +295,18 @@ func checkDown(t *testing.T, c *framework.Cluster) {
 	}
 }
 
-// processesUnder lists pids whose command line mentions dir.
+// running: the process exists and is not a zombie (an exited child that
+// its new parent, the sandbox's init, has not reaped yet).
+func running(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	return i > 0 && len(data) > i+2 && data[i+2] != 'Z'
+}
+
+// processesUnder lists live pids whose command line mentions dir.
 func processesUnder(dir string) []string {
 	var out []string
 	entries, _ := os.ReadDir("/proc")
@@ -303,8 +314,9 @@ func processesUnder(dir string) []string {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
+		pid, _ := strconv.Atoi(e.Name())
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), dir) {
+		if err == nil && strings.Contains(string(cmdline), dir) && running(pid) {
 			out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}

@@ -1,0 +1,67 @@
+package v1alpha2
+
+// JobSetConditionType is the type of a JobSet condition.
+type JobSetConditionType string
+
+// Condition types, as upstream names them.
+const (
+	JobSetCompleted               JobSetConditionType = "Completed"
+	JobSetFailed                  JobSetConditionType = "Failed"
+	JobSetSuspended               JobSetConditionType = "Suspended"
+	JobSetStartupPolicyInProgress JobSetConditionType = "StartupPolicyInProgress"
+	JobSetStartupPolicyCompleted  JobSetConditionType = "StartupPolicyCompleted"
+	// JobSetRestartingJobSet is True while a restart is under way.
+	JobSetRestartingJobSet JobSetConditionType = "RestartingJobSet"
+)
+
+// Condition reasons and messages, exactly as upstream writes them.
+const (
+	AllJobsCompletedReason  = "AllJobsCompleted"
+	AllJobsCompletedMessage = "jobset completed successfully"
+
+	FailedJobsReason  = "FailedJobs"
+	FailedJobsMessage = "jobset failed due to one or more job failures"
+
+	ReachedMaxRestartsReason  = "ReachedMaxRestarts"
+	ReachedMaxRestartsMessage = "jobset failed due to reaching max number of restarts"
+
+	FailJobSetActionReason  = "FailJobSetFailurePolicyAction"
+	FailJobSetActionMessage = "applying FailJobSet failure policy action"
+
+	SuspendedReason  = "SuspendedJobs"
+	SuspendedMessage = "jobset is suspended"
+	ResumedReason    = "ResumeJobs"
+	ResumedMessage   = "jobset is resumed"
+
+	InOrderStartupPolicyInProgressReason  = "InOrderStartupPolicyInProgress"
+	InOrderStartupPolicyInProgressMessage = "in order startup policy is in progress"
+	InOrderStartupPolicyCompletedReason   = "InOrderStartupPolicyCompleted"
+	InOrderStartupPolicyCompletedMessage  = "in order startup policy has completed"
+
+	// RestartingJobSet reasons: True while restarting, False once settled.
+	DefaultFailurePolicyReason = "DefaultFailurePolicy"
+	// FailurePolicyRuleReasonPrefix is followed by the matched rule's name.
+	FailurePolicyRuleReasonPrefix = "FailurePolicy_"
+	JobsReadyReason               = "JobsReady"
+	JobsReadyMessage              = "all jobs are ready"
+	JobSetFailedReason            = "JobSetFailed"
+	JobSetCompletedReason         = "JobSetCompleted"
+	JobSetSuspendedReason         = "JobSetSuspended"
+)
+
+// Event reasons of failure-policy actions and creation errors.
+const (
+	RestartJobSetActionReason                     = "RestartJobSetFailurePolicyAction"
+	RestartJobSetAndIgnoreMaxRestartsActionReason = "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+	RestartJobActionReason                        = "RestartJobFailurePolicyAction"
+	RestartJobAndIgnoreMaxRestartsActionReason    = "RestartJobAndIgnoreMaxRestartsFailurePolicyAction"
+	JobCreationFailedReason                       = "JobCreationFailed"
+	HeadlessServiceCreationFailedReason           = "HeadlessServiceCreationFailed"
+	PVCCreationFailedReason                       = "PVCCreationFailed"
+)
+
+// TerminalState values.
+const (
+	TerminalStateCompleted = "Completed"
+	TerminalStateFailed    = "Failed"
+)

@@ -1,0 +1,156 @@
+package jobset
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// children sorts a JobSet's Jobs into upstream's buckets.
+type children struct {
+	// previous belong to an earlier restart attempt and must go.
+	previous []*batchv1.Job
+	// active, succeeded and failed belong to the current attempt.
+	active, succeeded, failed []*batchv1.Job
+	// byName holds every Job, of any attempt, by name.
+	byName map[string]*batchv1.Job
+}
+
+func sortChildren(js *api.JobSet, jobs []*batchv1.Job, restartJobGate bool) children {
+	c := children{byName: make(map[string]*batchv1.Job, len(jobs))}
+	for _, j := range jobs {
+		c.byName[j.Name] = j
+		if isPrevious(js, j, restartJobGate) {
+			c.previous = append(c.previous, j)
+			continue
+		}
+		switch jobFinished(j) {
+		case batchv1.JobComplete:
+			c.succeeded = append(c.succeeded, j)
+		case batchv1.JobFailed:
+			c.failed = append(c.failed, j)
+		default:
+			c.active = append(c.active, j)
+		}
+	}
+	return c
+}
+
+// isPrevious: the Job's restart-attempt label is below status.restarts (or,
+// with the RestartJob gate, its job-restart-attempt below jobRestarts[idx]).
+// A Job with an unreadable label is treated as previous: it is not ours to keep.
+func isPrevious(js *api.JobSet, j *batchv1.Job, restartJobGate bool) bool {
+	attempt, err := strconv.Atoi(j.Labels[api.RestartsKey])
+	if err != nil || int32(attempt) < js.Status.Restarts {
+		return true
+	}
+	if !restartJobGate {
+		return false
+	}
+	idx, err := strconv.Atoi(j.Labels[api.JobIndexKey])
+	if err != nil {
+		return false
+	}
+	want := jobRestarts(js, j.Labels[api.ReplicatedJobNameKey], idx)
+	got, _ := strconv.Atoi(j.Labels[api.JobRestartsKey])
+	return int32(got) < want
+}
+
+func jobRestarts(js *api.JobSet, rjob string, idx int) int32 {
+	for _, s := range js.Status.ReplicatedJobsStatus {
+		if s.Name == rjob && idx < len(s.JobRestarts) {
+			return s.JobRestarts[idx]
+		}
+	}
+	return 0
+}
+
+// jobFinished returns JobComplete or JobFailed when that condition is True.
+func jobFinished(j *batchv1.Job) batchv1.JobConditionType {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.Type
+		}
+	}
+	return ""
+}
+
+func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range j.Status.Conditions {
+		if c := &j.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+// jobReady: ready plus succeeded pods reach min(parallelism, completions).
+func jobReady(j *batchv1.Job) bool {
+	want := ptr.Deref(j.Spec.Parallelism, 1)
+	if j.Spec.Completions != nil && *j.Spec.Completions < want {
+		want = *j.Spec.Completions
+	}
+	return ptr.Deref(j.Status.Ready, 0)+j.Status.Succeeded >= want
+}
+
+// replicatedJobsStatus counts the current attempt's Jobs per replicated job,
+// in spec order, keeping the per-Job restart counters.
+func replicatedJobsStatus(js *api.JobSet, c children) []api.ReplicatedJobStatus {
+	byRJob := map[string]*api.ReplicatedJobStatus{}
+	out := make([]api.ReplicatedJobStatus, len(js.Spec.ReplicatedJobs))
+	for i, rj := range js.Spec.ReplicatedJobs {
+		out[i].Name = rj.Name
+		for _, old := range js.Status.ReplicatedJobsStatus {
+			if old.Name == rj.Name {
+				out[i].JobRestarts, out[i].JobRestartsCountTowardsMax = old.JobRestarts, old.JobRestartsCountTowardsMax
+			}
+		}
+		byRJob[rj.Name] = &out[i]
+	}
+	count := func(jobs []*batchv1.Job, f func(*api.ReplicatedJobStatus, *batchv1.Job)) {
+		for _, j := range jobs {
+			if s := byRJob[j.Labels[api.ReplicatedJobNameKey]]; s != nil {
+				f(s, j)
+			}
+		}
+	}
+	count(c.succeeded, func(s *api.ReplicatedJobStatus, _ *batchv1.Job) { s.Succeeded++ })
+	count(c.failed, func(s *api.ReplicatedJobStatus, _ *batchv1.Job) { s.Failed++ })
+	count(c.active, func(s *api.ReplicatedJobStatus, j *batchv1.Job) {
+		if jobReady(j) {
+			s.Ready++
+		}
+		if j.Status.Active > 0 {
+			s.Active++
+		}
+		if ptr.Deref(j.Spec.Suspend, false) {
+			s.Suspended++
+		}
+	})
+	return out
+}
+
+// firstFailed is the failed Job whose Failed condition is oldest.
+func firstFailed(jobs []*batchv1.Job) *batchv1.Job {
+	sorted := append([]*batchv1.Job(nil), jobs...)
+	sort.SliceStable(sorted, func(a, b int) bool {
+		return failedAt(sorted[a]).Before(failedAt(sorted[b]))
+	})
+	if len(sorted) == 0 {
+		return nil
+	}
+	return sorted[0]
+}
+
+func failedAt(j *batchv1.Job) time.Time {
+	if c := jobCondition(j, batchv1.JobFailed); c != nil {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}

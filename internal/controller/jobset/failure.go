@@ -1,0 +1,156 @@
+package jobset
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// matchRule finds the first rule, in order, that some failed Job matches,
+// and the earliest-failed Job among those it matches. No match: nil, nil.
+func matchRule(rules []api.FailurePolicyRule, failed []*batchv1.Job) (*api.FailurePolicyRule, *batchv1.Job) {
+	for i := range rules {
+		var matched []*batchv1.Job
+		for _, j := range failed {
+			if ruleMatches(&rules[i], j) {
+				matched = append(matched, j)
+			}
+		}
+		if len(matched) > 0 {
+			return &rules[i], firstFailed(matched)
+		}
+	}
+	return nil, nil
+}
+
+func ruleMatches(r *api.FailurePolicyRule, j *batchv1.Job) bool {
+	cond := jobCondition(j, batchv1.JobFailed)
+	if cond == nil {
+		return false
+	}
+	if len(r.OnJobFailureReasons) > 0 && !slices.Contains(r.OnJobFailureReasons, cond.Reason) {
+		return false
+	}
+	if len(r.OnJobFailureMessagePatterns) > 0 && !slices.ContainsFunc(r.OnJobFailureMessagePatterns, func(p string) bool {
+		re, err := regexp.Compile(p) // validated by the webhook; a bad one simply never matches
+		return err == nil && re.MatchString(cond.Message)
+	}) {
+		return false
+	}
+	rjob := j.Labels[api.ReplicatedJobNameKey]
+	return rjob != "" && (len(r.TargetReplicatedJobs) == 0 || slices.Contains(r.TargetReplicatedJobs, rjob))
+}
+
+func withFirstFailed(msg string, j *batchv1.Job) string {
+	return fmt.Sprintf("%s (first failed job: %s)", msg, j.Name)
+}
+
+// applyFailurePolicy decides what the failure of c.failed means for js.
+// It edits the status (restarts, conditions, terminal state) and events.
+func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, restartJobGate bool) {
+	fp := js.Spec.FailurePolicy
+	if fp == nil {
+		e.fail(api.FailedJobsReason, withFirstFailed(api.FailedJobsMessage, firstFailed(c.failed)))
+		return
+	}
+	rule, job := matchRule(fp.Rules, c.failed)
+	action, reason := api.RestartJobSet, api.DefaultFailurePolicyReason
+	if rule == nil {
+		job = firstFailed(c.failed)
+	} else {
+		action, reason = rule.Action, api.FailurePolicyRuleReasonPrefix+rule.Name
+	}
+	if !restartJobGate {
+		// The webhook refuses single-Job actions without the RestartJob gate;
+		// an object admitted elsewhere gets the whole-JobSet equivalent.
+		switch action {
+		case api.RestartJob:
+			action = api.RestartJobSet
+		case api.RestartJobAndIgnoreMaxRestarts:
+			action = api.RestartJobSetAndIgnoreMaxRestarts
+		}
+	}
+	used := js.Status.RestartsCountTowardsMax + sumJobRestartsTowardsMax(js)
+	switch action {
+	case api.FailJobSet:
+		e.fail(api.FailJobSetActionReason, withFirstFailed(api.FailJobSetActionMessage, job))
+	case api.RestartJobSet, api.RestartJobSetAndIgnoreMaxRestarts:
+		counts := action == api.RestartJobSet
+		if counts && used >= fp.MaxRestarts {
+			e.fail(api.ReachedMaxRestartsReason, withFirstFailed(api.ReachedMaxRestartsMessage, job))
+			return
+		}
+		e.status.Restarts++
+		eventReason, msg := api.RestartJobSetAndIgnoreMaxRestartsActionReason, "applying RestartJobSetAndIgnoreMaxRestarts failure policy action"
+		if counts {
+			e.status.RestartsCountTowardsMax++
+			eventReason, msg = api.RestartJobSetActionReason, "applying RestartJobSet failure policy action"
+		}
+		e.changed = true
+		e.event(corev1.EventTypeWarning, eventReason, withFirstFailed(msg, job))
+		e.set(api.JobSetRestartingJobSet, metav1.ConditionTrue, reason,
+			fmt.Sprintf("restarting jobset, attempt %d", e.status.Restarts), "")
+	case api.RestartJob, api.RestartJobAndIgnoreMaxRestarts:
+		counts := action == api.RestartJob
+		if counts && used >= fp.MaxRestarts {
+			e.fail(api.ReachedMaxRestartsReason, withFirstFailed(api.ReachedMaxRestartsMessage, job))
+			return
+		}
+		restartOneJob(js, e, job, counts)
+	}
+}
+
+func sumJobRestartsTowardsMax(js *api.JobSet) int32 {
+	var n int32
+	for _, s := range js.Status.ReplicatedJobsStatus {
+		for _, v := range s.JobRestartsCountTowardsMax {
+			n += v
+		}
+	}
+	return n
+}
+
+// restartOneJob bumps jobRestarts[idx] (and the counted twin) of one Job.
+func restartOneJob(js *api.JobSet, e *statusEditor, job *batchv1.Job, counts bool) {
+	rjob := job.Labels[api.ReplicatedJobNameKey]
+	idx, err := strconv.Atoi(job.Labels[api.JobIndexKey])
+	if err != nil {
+		return
+	}
+	replicas := 0
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.Name == rjob {
+			replicas = int(rj.Replicas)
+		}
+	}
+	for i := range e.status.ReplicatedJobsStatus {
+		s := &e.status.ReplicatedJobsStatus[i]
+		if s.Name != rjob || idx >= replicas {
+			continue
+		}
+		s.JobRestarts = grow(s.JobRestarts, replicas)
+		s.JobRestarts[idx]++
+		reason, msg := api.RestartJobAndIgnoreMaxRestartsActionReason, "applying RestartJobAndIgnoreMaxRestarts failure policy action"
+		if counts {
+			s.JobRestartsCountTowardsMax = grow(s.JobRestartsCountTowardsMax, replicas)
+			s.JobRestartsCountTowardsMax[idx]++
+			reason, msg = api.RestartJobActionReason, "applying RestartJob failure policy action"
+		}
+		e.changed = true
+		e.event(corev1.EventTypeWarning, reason, withFirstFailed(msg, job))
+	}
+}
+
+func grow(v []int32, n int) []int32 {
+	for len(v) < n {
+		v = append(v, 0)
+	}
+	return v
+}

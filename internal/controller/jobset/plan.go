@@ -1,0 +1,220 @@
+package jobset
+
+import (
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// Observed is everything a reconcile reads before it decides.
+type Observed struct {
+	JobSet *api.JobSet
+	// Jobs are the JobSet's children (found by owner UID).
+	Jobs []*batchv1.Job
+	// ServiceExists tells whether the headless Service is there.
+	ServiceExists bool
+	Now           time.Time
+	Gates         Gates
+}
+
+// Gates are the alpha features the controller honours.
+type Gates struct {
+	RestartJob bool
+}
+
+// Plan is what a reconcile should do, decided by Decide from Observed alone.
+type Plan struct {
+	// Status is the JobSet status to write, when StatusChanged.
+	Status        api.JobSetStatus
+	StatusChanged bool
+	// Events are recorded after the status write succeeds.
+	Events []Event
+
+	Create []*batchv1.Job
+	// Delete are removed with foreground propagation (their pods first).
+	Delete []*batchv1.Job
+	// Suspend and Resume change spec.suspend of existing Jobs; Resume also
+	// carries the pod-template fields (labels, annotations, nodeSelector,
+	// tolerations, schedulingGates) merged in from the replicated job.
+	Suspend, Resume []*batchv1.Job
+	Service         *corev1.Service
+	Claims          []*corev1.PersistentVolumeClaim
+	// DeleteJobSet: the TTL after finishing has expired.
+	DeleteJobSet bool
+	RequeueAfter time.Duration
+}
+
+// Decide is the JobSet controller's whole policy as a pure function: it
+// follows upstream's reconcile order (reference section 2.1).
+func Decide(o Observed) Plan {
+	js := o.JobSet
+	status := *js.Status.DeepCopy()
+	e := newStatusEditor(&status, o.Now)
+	var p Plan
+	defer func() {
+		p.Status, p.Events = status, e.events
+		p.StatusChanged = e.changed || !equality.Semantic.DeepEqual(status, js.Status)
+	}()
+
+	c := sortChildren(js, o.Jobs, o.Gates.RestartJob)
+	status.ReplicatedJobsStatus = replicatedJobsStatus(js, c)
+
+	if _, cond := finished(&js.Status); cond != nil {
+		p.Delete = notDeleting(c.active)
+		p.DeleteJobSet, p.RequeueAfter = ttlExpired(js, cond, o.Now)
+		return p
+	}
+	p.Delete = notDeleting(c.previous)
+
+	suspended := ptr.Deref(js.Spec.Suspend, false)
+	if !suspended && allReadyOrSucceeded(js, status.ReplicatedJobsStatus) {
+		e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobsReadyReason, api.JobsReadyMessage, "")
+	}
+	if len(c.failed) > 0 {
+		applyFailurePolicy(js, c, e, o.Gates.RestartJob)
+		return p
+	}
+	if len(c.succeeded) > 0 && succeeded(js, status.ReplicatedJobsStatus) {
+		e.complete()
+		return p
+	}
+	if dnsHostnames(js) && !o.ServiceExists {
+		p.Service = headlessService(js)
+	}
+	p.Claims = claims(js)
+
+	startable := startable(js, status.ReplicatedJobsStatus, e)
+	blocked := len(c.previous) > 0 && js.Spec.FailurePolicy != nil &&
+		js.Spec.FailurePolicy.RestartStrategy == api.BlockingRecreate
+	for _, id := range identities(js) {
+		if blocked || !startable[id.rjob.Name] {
+			continue
+		}
+		j := constructJob(js, id, o.Gates.RestartJob)
+		if _, exists := c.byName[j.Name]; !exists {
+			p.Create = append(p.Create, j)
+		}
+	}
+
+	if suspended {
+		for _, j := range c.active {
+			if !ptr.Deref(j.Spec.Suspend, false) {
+				p.Suspend = append(p.Suspend, j)
+			}
+		}
+		e.set(api.JobSetSuspended, metav1.ConditionTrue, api.SuspendedReason, api.SuspendedMessage, corev1.EventTypeNormal)
+		e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobSetSuspendedReason, "jobset is suspended", "")
+	} else {
+		for _, j := range c.active {
+			if ptr.Deref(j.Spec.Suspend, false) && startable[j.Labels[api.ReplicatedJobNameKey]] {
+				p.Resume = append(p.Resume, resumed(js, j))
+			}
+		}
+		e.set(api.JobSetSuspended, metav1.ConditionFalse, api.ResumedReason, api.ResumedMessage, corev1.EventTypeNormal)
+	}
+	return p
+}
+
+func notDeleting(jobs []*batchv1.Job) []*batchv1.Job {
+	var out []*batchv1.Job
+	for _, j := range jobs {
+		if j.DeletionTimestamp == nil {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func allReadyOrSucceeded(js *api.JobSet, st []api.ReplicatedJobStatus) bool {
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if st[i].Ready+st[i].Succeeded < rj.Replicas {
+			return false
+		}
+	}
+	return true
+}
+
+// succeeded applies the success policy (default: All of all).
+func succeeded(js *api.JobSet, st []api.ReplicatedJobStatus) bool {
+	policy := api.SuccessPolicy{Operator: api.OperatorAll}
+	if js.Spec.SuccessPolicy != nil {
+		policy = *js.Spec.SuccessPolicy
+	}
+	targeted := func(name string) bool {
+		if len(policy.TargetReplicatedJobs) == 0 {
+			return true
+		}
+		for _, t := range policy.TargetReplicatedJobs {
+			if t == name {
+				return true
+			}
+		}
+		return false
+	}
+	any, all := false, true
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if !targeted(rj.Name) {
+			continue
+		}
+		any = any || st[i].Succeeded > 0
+		all = all && st[i].Succeeded >= rj.Replicas
+	}
+	if policy.Operator == api.OperatorAny {
+		return any
+	}
+	return all
+}
+
+// ttlExpired: delete the JobSet once ttlSecondsAfterFinished has passed
+// since it finished; otherwise come back when it will have.
+func ttlExpired(js *api.JobSet, cond *metav1.Condition, now time.Time) (bool, time.Duration) {
+	if js.Spec.TTLSecondsAfterFinished == nil || js.DeletionTimestamp != nil {
+		return false, 0
+	}
+	expiry := cond.LastTransitionTime.Add(time.Duration(*js.Spec.TTLSecondsAfterFinished) * time.Second)
+	if !now.Before(expiry) {
+		return true, 0
+	}
+	return false, expiry.Sub(now)
+}
+
+// resumed returns a copy of j unsuspended, with the pod-template fields
+// Kueue may have changed while the JobSet was suspended merged in.
+func resumed(js *api.JobSet, j *batchv1.Job) *batchv1.Job {
+	out := j.DeepCopy()
+	out.Spec.Suspend = ptr.To(false)
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.Name != j.Labels[api.ReplicatedJobNameKey] {
+			continue
+		}
+		from, to := &rj.Template.Spec.Template, &out.Spec.Template
+		to.Labels = merge(to.Labels, from.Labels)
+		to.Annotations = merge(to.Annotations, from.Annotations)
+		if len(from.Spec.NodeSelector) > 0 {
+			to.Spec.NodeSelector = merge(to.Spec.NodeSelector, from.Spec.NodeSelector)
+		}
+		to.Spec.Tolerations = union(to.Spec.Tolerations, from.Spec.Tolerations)
+		to.Spec.SchedulingGates = union(to.Spec.SchedulingGates, from.Spec.SchedulingGates)
+	}
+	return out
+}
+
+func union[T comparable](have, add []T) []T {
+	out := append([]T(nil), have...)
+	for _, a := range add {
+		found := false
+		for _, h := range out {
+			found = found || h == a
+		}
+		if !found {
+			out = append(out, a)
+		}
+	}
+	return out
+}

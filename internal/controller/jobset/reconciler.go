@@ -1,0 +1,201 @@
+// Package jobset is the JobSet controller. It observes a JobSet and its
+// children, asks the pure Decide function what to do, and does it: creates
+// and deletes child Jobs in parallel, keeps the headless Service and shared
+// PVCs, and writes the status once per reconcile.
+package jobset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/metrics"
+)
+
+// OwnerUIDIndex indexes child Jobs by the UID of their controlling JobSet,
+// so a JobSet recreated under the same name never sees its predecessor's Jobs.
+const OwnerUIDIndex = ".metadata.controller.uid"
+
+// Reconciler reconciles JobSets.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Gates    Gates
+	// Parallelism bounds concurrent child-Job creates and deletes.
+	Parallelism int
+	// Hooks let later stages (placement) adjust Jobs before they are created.
+	BeforeCreate func(ctx context.Context, js *api.JobSet, plan *Plan) error
+	now          func() time.Time
+}
+
+// SetupWithManager registers the controller and its index.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Parallelism == 0 {
+		r.Parallelism = 100
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, OwnerUIDIndex, func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "JobSet" && ref.APIVersion == api.GroupVersion.String() {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&api.JobSet{}).
+		Owns(&batchv1.Job{}).
+		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// Reconcile observes, decides and acts.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var js api.JobSet
+	if err := r.Client.Get(ctx, req.NamespacedName, &js); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if js.DeletionTimestamp != nil || !ManagedByUs(&js) {
+		return ctrl.Result{}, nil
+	}
+	observed, err := r.observe(ctx, &js)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := Decide(observed)
+	if r.BeforeCreate != nil && len(plan.Create)+len(plan.Resume) > 0 {
+		if err := r.BeforeCreate(ctx, &js, &plan); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.act(ctx, &js, &plan); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// ManagedByUs: managedBy is unset or names the built-in controller.
+func ManagedByUs(js *api.JobSet) bool {
+	m := ptr.Deref(js.Spec.ManagedBy, "")
+	return m == "" || m == api.JobSetControllerName
+}
+
+func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, error) {
+	var list batchv1.JobList
+	if err := r.Client.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingFields{OwnerUIDIndex: string(js.UID)}); err != nil {
+		return Observed{}, fmt.Errorf("list child jobs: %w", err)
+	}
+	jobs := make([]*batchv1.Job, len(list.Items))
+	for i := range list.Items {
+		jobs[i] = &list.Items[i]
+	}
+	o := Observed{JobSet: js, Jobs: jobs, Now: r.now(), Gates: r.Gates}
+	if dnsHostnames(js) {
+		var svc corev1.Service
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: headlessService(js).Name}, &svc)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return o, err
+		}
+		o.ServiceExists = err == nil
+	}
+	return o, nil
+}
+
+func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
+	var errs []error
+	errs = append(errs, r.parallel(ctx, p.Delete, func(j *batchv1.Job) error {
+		err := r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		return client.IgnoreNotFound(err)
+	}))
+	if p.Service != nil {
+		if err := r.Client.Create(ctx, p.Service); err != nil && !apierrors.IsAlreadyExists(err) {
+			r.event(js, corev1.EventTypeWarning, api.HeadlessServiceCreationFailedReason, err.Error())
+			errs = append(errs, err)
+		}
+	}
+	for _, pvc := range p.Claims {
+		if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+			r.event(js, corev1.EventTypeWarning, api.PVCCreationFailedReason, err.Error())
+			errs = append(errs, err)
+		}
+	}
+	createErr := r.parallel(ctx, p.Create, func(j *batchv1.Job) error {
+		err := r.Client.Create(ctx, j)
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	if createErr != nil {
+		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, createErr.Error())
+		errs = append(errs, createErr)
+	}
+	errs = append(errs, r.parallel(ctx, p.Suspend, func(j *batchv1.Job) error {
+		j = j.DeepCopy()
+		j.Spec.Suspend = ptr.To(true)
+		return r.Client.Update(ctx, j)
+	}))
+	errs = append(errs, r.parallel(ctx, p.Resume, func(j *batchv1.Job) error {
+		if j.Status.StartTime != nil {
+			// A resumed Job must start its clock afresh (the API requires it).
+			j.Status.StartTime = nil
+			if err := r.Client.Status().Update(ctx, j); err != nil {
+				return err
+			}
+		}
+		return r.Client.Update(ctx, j)
+	}))
+	if p.StatusChanged {
+		before := js.Status.TerminalState
+		js.Status = p.Status
+		if err := r.Client.Status().Update(ctx, js); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("update status: %w", err))...)
+		}
+		for _, e := range p.Events {
+			r.event(js, e.Type, e.Reason, e.Message)
+		}
+		metrics.ObserveJobSetStatus(js, before)
+	}
+	if p.DeleteJobSet {
+		err := r.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		errs = append(errs, client.IgnoreNotFound(err))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) parallel(ctx context.Context, jobs []*batchv1.Job, f func(*batchv1.Job) error) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	errs := make([]error, len(jobs))
+	workqueue.ParallelizeUntil(ctx, r.Parallelism, len(jobs), func(i int) {
+		if err := f(jobs[i]); err != nil {
+			errs[i] = fmt.Errorf("job %s: %w", jobs[i].Name, err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) event(js *api.JobSet, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(js, nil, typ, reason, "Reconciling", "%s", msg)
+	}
+}
