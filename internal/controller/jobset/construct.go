@@ -97,10 +97,10 @@ func constructJob(js *api.JobSet, id jobIdentity, restartJobGate bool) *batchv1.
 	k := keys(js, id, name, restartJobGate)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Namespace:   js.Namespace,
-			Labels:      merge(rj.Template.Labels, k),
-			Annotations: merge(merge(rj.Template.Annotations, exclusiveAnnotations(js, rj)), k),
+			Name:            name,
+			Namespace:       js.Namespace,
+			Labels:          merge(rj.Template.Labels, k),
+			Annotations:     merge(merge(rj.Template.Annotations, exclusiveAnnotations(js, rj)), k),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, api.GroupVersion.WithKind("JobSet"))},
 		},
 		Spec: *rj.Template.Spec.DeepCopy(),
