@@ -25,7 +25,7 @@ binaries:
 
 ## generate: deepcopy functions and the CRD from api/ (controller-gen, pinned)
 generate: $(CONTROLLER_GEN)
-	$(CONTROLLER_GEN) object paths=./api/... crd:crdVersions=v1 output:crd:dir=./config/crd/bases
+	$(CONTROLLER_GEN) object paths=./api/... crd:crdVersions=v1,generateEmbeddedObjectMeta=true output:crd:dir=./config/crd/bases
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

@@ -33,6 +33,7 @@ var identities = []identity{
 	{name: "kube-scheduler", commonName: "system:kube-scheduler"},
 	{name: "kube-controller-manager", commonName: "system:kube-controller-manager"},
 	{name: "kwok", commonName: "multislice-kwok", organization: []string{"system:masters"}},
+	{name: "manager", commonName: "multislice-manager", organization: []string{"system:masters"}},
 }
 
 // writePKI creates a fresh CA, the apiserver serving certificate, one client

@@ -6,6 +6,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cli/down"
+	"github.com/multislice/multislice/internal/cli/manager"
 	"github.com/multislice/multislice/internal/cli/nodepool"
 	"github.com/multislice/multislice/internal/cli/status"
 	"github.com/multislice/multislice/internal/cli/up"
@@ -28,6 +29,7 @@ A local cluster with a simulated TPU fleet:
 	}
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.Err)
-	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f))
+	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
+		manager.NewCmdManager(f))
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ import (
 	"github.com/multislice/multislice/internal/cloud"
 	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/localcluster"
 )
 
@@ -25,9 +27,9 @@ type Options struct {
 	FleetFile     string
 	APIServerPort int
 	Timeout       time.Duration
-	// AfterStart runs once the control plane serves, before the fleet is
-	// provisioned; later components (the manager) hook in here.
-	AfterStart func(context.Context, *localcluster.Running) error
+	// NoManager leaves the Multislice manager out (a plain control plane,
+	// e.g. to measure what upstream behaviour alone does).
+	NoManager bool
 }
 
 // NewCmdUp is `multislice up`.
@@ -58,6 +60,7 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	cmd.Flags().IntVar(&opts.APIServerPort, "apiserver-port", 0, "port of kube-apiserver on 127.0.0.1 (0 picks a free one)")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 3*time.Minute, "give up if the fleet is not Ready by then")
 	cmd.Flags().Bool("print-default-fleet", false, "print the default fleet config and exit")
+	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "do not install the JobSet CRD or start the Multislice manager")
 	return cmd
 }
 
@@ -115,14 +118,22 @@ Stop it:
 }
 
 func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg *fleet.Config, pools []fleet.Resolved, opts *Options) error {
-	if opts.AfterStart != nil {
-		if err := opts.AfterStart(ctx, r); err != nil {
-			return err
-		}
-	}
 	c, err := cloud.Init(ctx, r.Client, cloud.Settings{GroupLabels: cfg.Keys(), Quota: cfg.Quota(pools)})
 	if err != nil {
 		return err
+	}
+	if !opts.NoManager {
+		fmt.Fprintln(out, "installing the JobSet CRD")
+		if err := install.CRD(ctx, r.Config); err != nil {
+			return err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		if err := r.StartManager(ctx, exe); err != nil {
+			return err
+		}
 	}
 	want := 0
 	for _, p := range pools {

@@ -52,12 +52,11 @@ type Plan struct {
 
 // Decide is the JobSet controller's whole policy as a pure function: it
 // follows upstream's reconcile order (reference section 2.1).
-func Decide(o Observed) Plan {
+func Decide(o Observed) (p Plan) {
 	js := o.JobSet
 	status := *js.Status.DeepCopy()
 	e := newStatusEditor(&status, o.Now)
-	var p Plan
-	defer func() {
+	defer func() { // every return below hands back the edited status
 		p.Status, p.Events = status, e.events
 		p.StatusChanged = e.changed || !equality.Semantic.DeepEqual(status, js.Status)
 	}()

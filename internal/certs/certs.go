@@ -1,0 +1,164 @@
+// Package certs keeps the webhook server's TLS certificate: a private CA and
+// a serving certificate, stored in a Secret so every replica and restart
+// shares them, written to the server's certificate directory, and renewed
+// well before they expire. No cert-manager needed.
+package certs
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+const (
+	validity = 365 * 24 * time.Hour
+	// RenewBefore: a certificate this close to expiry is replaced.
+	RenewBefore = 90 * 24 * time.Hour
+)
+
+// Options say where the certificate lives and whom it serves.
+type Options struct {
+	Namespace, SecretName string
+	// DNSNames and IPs the serving certificate covers (service names, 127.0.0.1).
+	DNSNames []string
+	IPs      []net.IP
+	// Dir receives tls.crt, tls.key and ca.crt for the webhook server.
+	Dir string
+}
+
+// Ensure makes sure a valid certificate exists in the Secret (creating or
+// renewing it) and in Dir, and returns the CA bundle for webhook configurations.
+func Ensure(ctx context.Context, client kubernetes.Interface, o Options, now time.Time) ([]byte, error) {
+	secrets := client.CoreV1().Secrets(o.Namespace)
+	s, err := secrets.Get(ctx, o.SecretName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: o.SecretName, Namespace: o.Namespace}, Type: corev1.SecretTypeTLS}
+		if s.Data, err = generate(o, now); err != nil {
+			return nil, err
+		}
+		if s, err = secrets.Create(ctx, s, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			return Ensure(ctx, client, o, now) // another replica won the race: use its certificate
+		}
+	case err == nil && NeedsRenewal(s.Data, o, now):
+		if s.Data, err = generate(o, now); err != nil {
+			return nil, err
+		}
+		s, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhook certificate secret %s/%s: %w", o.Namespace, o.SecretName, err)
+	}
+	if err := writeFiles(o.Dir, s.Data); err != nil {
+		return nil, err
+	}
+	return s.Data["ca.crt"], nil
+}
+
+// NeedsRenewal: missing, unparsable, expiring within RenewBefore, or not
+// covering the names the server is reached by.
+func NeedsRenewal(data map[string][]byte, o Options, now time.Time) bool {
+	block, _ := pem.Decode(data[corev1.TLSCertKey])
+	if block == nil || len(data[corev1.TLSPrivateKeyKey]) == 0 || len(data["ca.crt"]) == 0 {
+		return true
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || now.Add(RenewBefore).After(cert.NotAfter) {
+		return true
+	}
+	for _, n := range o.DNSNames {
+		if cert.VerifyHostname(n) != nil {
+			return true
+		}
+	}
+	for _, ip := range o.IPs {
+		if cert.VerifyHostname(ip.String()) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func generate(o Options, now time.Time) (map[string][]byte, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	ca := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "multislice-webhook-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validity),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, _ = x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "multislice-webhook"},
+		DNSNames: o.DNSNames, IPAddresses: o.IPs,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validity),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		"ca.crt":                 pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		corev1.TLSCertKey:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}
+
+// writeFiles writes only what changed, so the server's file watcher
+// reloads exactly when the certificate is renewed.
+func writeFiles(dir string, data map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, name := range []string{"ca.crt", corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		path := filepath.Join(dir, name)
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data[name]) {
+			continue
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, data[name], 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	return n
+}

@@ -1,0 +1,55 @@
+// Package manager implements `multislice manager`: every controller and
+// webhook of Multislice in one process (in a Deployment, or started by
+// `multislice up` on the local cluster).
+package manager
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/manager"
+)
+
+// NewCmdManager is `multislice manager`.
+func NewCmdManager(f *cli.Factory) *cobra.Command {
+	o := manager.Options{}
+	var kubeconfig, gates, webhookURL string
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the JobSet controller and the admission webhooks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.WriteTo(f.Err)))
+			var err error
+			if o.FeatureGates, err = manager.ParseGates(gates); err != nil {
+				return err
+			}
+			o.Endpoint = manager.Endpoint{ServiceNamespace: o.Namespace, URLBase: webhookURL}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			return manager.Run(cmd.Context(), cfg, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
+	fl.StringVar(&o.Namespace, "namespace", "multislice-system", "namespace of the webhook Service, certificate Secret and leader-election Lease")
+	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus /metrics endpoint (0 disables it)")
+	fl.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles")
+	fl.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server binds to (default all)")
+	fl.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
+	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/multislice-webhook-certs", "where the managed serving certificate is written")
+	fl.StringVar(&webhookURL, "webhook-url", "", "reach the webhooks at this URL base (e.g. https://127.0.0.1:9443) instead of through the Service")
+	fl.StringVar(&gates, "feature-gates", "", "alpha features, e.g. RestartJob=true")
+	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")
+	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")
+	fl.IntVar(&o.Burst, "kube-api-burst", 500, "client request burst")
+	return cmd
+}

@@ -1,0 +1,55 @@
+// Package install puts Multislice's API into a cluster: the JobSet CRD,
+// applied server-side and waited for until the apiserver serves it.
+package install
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/multislice/multislice/config/crd"
+)
+
+// CRD creates or updates the JobSet CRD and waits until it is Established.
+func CRD(ctx context.Context, cfg *rest.Config) error {
+	var want apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(crd.JobSet, &want); err != nil {
+		return fmt.Errorf("embedded JobSet CRD: %w", err)
+	}
+	client, err := apiextensions.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	old, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = crds.Create(ctx, &want, metav1.CreateOptions{})
+	case err == nil:
+		want.ResourceVersion = old.ResourceVersion
+		_, err = crds.Update(ctx, &want, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("install CRD %s: %w", want.Name, err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}

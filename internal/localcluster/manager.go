@@ -1,0 +1,44 @@
+package localcluster
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// StartManager runs `multislice manager` (the binary at exe) as one more
+// component of the cluster, with its webhooks reached on the loopback, and
+// waits until it serves.
+func (r *Running) StartManager(ctx context.Context, exe string) error {
+	var ports [3]int
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return err
+		}
+		ports[i] = p
+	}
+	webhook, metrics, probe := ports[0], ports[1], ports[2]
+	h := r.Home
+	args := []string{"manager",
+		"--kubeconfig=" + h.pki("manager.kubeconfig"),
+		"--leader-elect=false",
+		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(webhook),
+		"--webhook-url=https://127.0.0.1:" + strconv.Itoa(webhook),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
+		"--cert-dir=" + h.path("webhook-certs"),
+	}
+	if extra := os.Getenv("MULTISLICE_MANAGER_ARGS"); extra != "" {
+		args = append(args, strings.Fields(extra)...) // e.g. --feature-gates=RestartJob=true
+	}
+	if err := r.launch("multislice-manager", exe, args, webhook, metrics, probe); err != nil {
+		return err
+	}
+	// readyz includes the webhook server's TLS check, so once it passes
+	// JobSets can be admitted.
+	ready := httpOK("http://127.0.0.1:"+strconv.Itoa(probe)+"/readyz", nil)
+	return r.WaitFor(ctx, "multislice-manager", 60*time.Second, ready)
+}

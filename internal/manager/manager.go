@@ -1,0 +1,170 @@
+// Package manager runs every Multislice controller and webhook in one
+// process: JobSet controller, JobSet admission webhooks, self-managed
+// webhook certificates, leader election, health probes and metrics.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/certs"
+	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
+)
+
+// Options configure the manager; `multislice manager` maps flags onto them.
+type Options struct {
+	Namespace        string
+	MetricsAddr      string
+	ProbeAddr        string
+	LeaderElect      bool
+	WebhookHost      string
+	WebhookPort      int
+	CertDir          string
+	Endpoint         Endpoint
+	FeatureGates     map[string]bool
+	Workers          int
+	QPS              float32
+	Burst            int
+}
+
+// Scheme knows the built-in types and the JobSet API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = api.AddToScheme(s)
+	return s
+}
+
+// ownedByJobSets selects the objects the JobSet controller creates: the
+// cache holds only these, never every Job, Service or Pod of the cluster.
+func ownedByJobSets() labels.Selector {
+	req, _ := labels.NewRequirement(api.JobSetNameKey, selection.Exists, nil)
+	return labels.NewSelector().Add(*req)
+}
+
+// Run starts the manager and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ca, err := certs.Ensure(ctx, clientset, certOptions(o), time.Now())
+	if err != nil {
+		return err
+	}
+	if err := InstallWebhooks(ctx, clientset, o.Endpoint, ca); err != nil {
+		return err
+	}
+	owned := cache.ByObject{Label: ownedByJobSets()}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "multislice-manager.multislice.dev",
+		LeaderElectionNamespace: o.Namespace,
+		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}: owned, &corev1.Service{}: owned, &corev1.Pod{}: owned,
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	r := &jobsetcontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("jobset-controller"),
+		Gates:    jobsetcontroller.Gates{RestartJob: o.FeatureGates["RestartJob"]},
+	}
+	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
+		return err
+	}
+	wh := &jobsetwebhook.Webhook{Gates: jobsetwebhook.Gates{RestartJob: o.FeatureGates["RestartJob"], InPlaceRestart: o.FeatureGates["InPlaceRestart"]}}
+	if err := wh.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(&certRenewer{client: clientset, options: o}); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func certOptions(o Options) certs.Options {
+	svc := WebhookServiceName + "." + o.Namespace
+	return certs.Options{
+		Namespace: o.Namespace, SecretName: "multislice-webhook-server-cert", Dir: o.CertDir,
+		DNSNames: []string{WebhookServiceName, svc, svc + ".svc", svc + ".svc.cluster.local", "localhost"},
+		IPs:      []net.IP{net.ParseIP("127.0.0.1")},
+	}
+}
+
+// certRenewer checks the certificate twice a day and renews it before it
+// expires; the webhook server reloads the files when they change.
+type certRenewer struct {
+	client  kubernetes.Interface
+	options Options
+}
+
+func (c *certRenewer) Start(ctx context.Context) error {
+	tick := time.NewTicker(12 * time.Hour)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			ca, err := certs.Ensure(ctx, c.client, certOptions(c.options), time.Now())
+			if err == nil {
+				err = InstallWebhooks(ctx, c.client, c.options.Endpoint, ca)
+			}
+			if err != nil {
+				ctrl.Log.Error(err, "renew webhook certificate")
+			}
+		}
+	}
+}
+
+// ParseGates reads --feature-gates=RestartJob=true,InPlaceRestart=false.
+func ParseGates(s string) (map[string]bool, error) {
+	known := map[string]bool{"RestartJob": true, "InPlaceRestart": true, "ElasticJobSet": true}
+	out := map[string]bool{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || (v != "true" && v != "false") || !known[k] {
+			return nil, fmt.Errorf("--feature-gates: %q: want Name=true|false with Name one of RestartJob, InPlaceRestart, ElasticJobSet", kv)
+		}
+		out[k] = v == "true"
+	}
+	return out, nil
+}

@@ -1,0 +1,277 @@
+package jobset
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/naming"
+)
+
+// Gates are the alpha features admission allows.
+type Gates struct {
+	RestartJob, InPlaceRestart bool
+}
+
+var (
+	ruleNameRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+	// validFailureReasons are the Job failure reasons a rule may name.
+	validFailureReasons = []string{
+		batchv1.JobReasonBackoffLimitExceeded, batchv1.JobReasonDeadlineExceeded, batchv1.JobReasonFailedIndexes,
+		batchv1.JobReasonMaxFailedIndexesExceeded, batchv1.JobReasonPodFailurePolicy,
+	}
+	// podSuffix stands for the 5 random characters the Job controller adds.
+	podSuffix = "-abcde"
+)
+
+// ValidateCreate checks a new JobSet with upstream's rules.
+func ValidateCreate(js *api.JobSet, gates Gates) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	name := js.Name
+	if name == "" {
+		name = js.GenerateName + "xxxxx" // the apiserver appends 5 characters
+	}
+	rjobs := map[string]*api.ReplicatedJob{}
+	for i := range js.Spec.ReplicatedJobs {
+		rjobs[js.Spec.ReplicatedJobs[i].Name] = &js.Spec.ReplicatedJobs[i]
+	}
+	if fp := js.Spec.FailurePolicy; fp != nil && fp.RestartStrategy == api.InPlaceRestart && !gates.InPlaceRestart {
+		errs = append(errs, field.Forbidden(spec.Child("failurePolicy", "restartStrategy"),
+			"InPlaceRestart needs the InPlaceRestart feature gate; use Recreate or BlockingRecreate"))
+	}
+	if n := js.Spec.Network; n != nil && n.Subdomain != "" {
+		p := spec.Child("network", "subdomain")
+		for _, msg := range append(validation.IsDNS1123Subdomain(n.Subdomain), validation.IsDNS1035Label(n.Subdomain)...) {
+			errs = append(errs, field.Invalid(p, n.Subdomain, msg))
+		}
+	}
+	if m := js.Spec.ManagedBy; m != nil {
+		errs = append(errs, validateManagedBy(*m, spec.Child("managedBy"))...)
+	}
+	for i, rj := range js.Spec.ReplicatedJobs {
+		errs = append(errs, validateReplicatedJob(js, name, i, &rj, spec.Child("replicatedJobs").Index(i))...)
+	}
+	if sp := js.Spec.SuccessPolicy; sp != nil {
+		for i, t := range sp.TargetReplicatedJobs {
+			if rjobs[t] == nil {
+				errs = append(errs, field.Invalid(spec.Child("successPolicy", "targetReplicatedJobs").Index(i), t,
+					"names no replicated job: use one of "+strings.Join(names(js), ", ")))
+			}
+		}
+	}
+	errs = append(errs, validateFailurePolicy(js, rjobs, gates, spec.Child("failurePolicy"))...)
+	errs = append(errs, validateCoordinator(js, rjobs, spec.Child("coordinator"))...)
+	errs = append(errs, validateClaims(js, name, spec.Child("volumeClaimPolicies"))...)
+	return errs
+}
+
+func names(js *api.JobSet) []string {
+	out := make([]string, len(js.Spec.ReplicatedJobs))
+	for i, rj := range js.Spec.ReplicatedJobs {
+		out[i] = rj.Name
+	}
+	return out
+}
+
+func validateManagedBy(m string, p *field.Path) field.ErrorList {
+	if len(m) > 63 {
+		return field.ErrorList{field.TooLong(p, m, 63)}
+	}
+	domain, path, ok := strings.Cut(m, "/")
+	if !ok || path == "" || len(validation.IsDNS1123Subdomain(domain)) > 0 || strings.ContainsAny(path, " ?#") {
+		return field.ErrorList{field.Invalid(p, m, "must be a domain-prefixed path such as example.com/my-controller, or "+api.JobSetControllerName)}
+	}
+	return nil
+}
+
+func validateReplicatedJob(js *api.JobSet, jsName string, i int, rj *api.ReplicatedJob, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	spec := rj.Template.Spec
+	if parallelism := int64(ptr.Deref(spec.Parallelism, 1)); int64(rj.Replicas)*parallelism > math.MaxInt32 {
+		errs = append(errs, field.Invalid(p.Child("replicas"), rj.Replicas,
+			fmt.Sprintf("replicas x parallelism (%d) must not exceed %d", int64(rj.Replicas)*parallelism, math.MaxInt32)))
+	}
+	if rj.GroupName != "" {
+		for _, msg := range validation.IsDNS1035Label(rj.GroupName) {
+			errs = append(errs, field.Invalid(p.Child("groupName"), rj.GroupName, msg))
+		}
+	}
+	longestJob := naming.JobName(jsName, rj.Name, max(0, int(rj.Replicas)-1))
+	if msgs := validation.IsDNS1035Label(longestJob); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(p.Child("name"), rj.Name,
+			fmt.Sprintf("child Job name %q is invalid (%s): shorten the JobSet or replicated job name", longestJob, msgs[0])))
+	} else if ptr.Deref(spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion && spec.Completions != nil {
+		longestPod := naming.PodHostname(longestJob, max(0, int(*spec.Completions)-1)) + podSuffix
+		if msgs := validation.IsDNS1035Label(longestPod); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("name"), rj.Name,
+				fmt.Sprintf("pod name %q would be invalid (%s): shorten the JobSet or replicated job name", longestPod, msgs[0])))
+		}
+	}
+	if i == 0 && len(rj.DependsOn) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("dependsOn"), "the first replicated job cannot depend on another"))
+	}
+	earlier := names(js)[:i]
+	for k, d := range rj.DependsOn {
+		if !slices.Contains(earlier, d.Name) {
+			errs = append(errs, field.Invalid(p.Child("dependsOn").Index(k).Child("name"), d.Name,
+				"must name a replicated job listed earlier: one of ["+strings.Join(earlier, ", ")+"]"))
+		}
+	}
+	return errs
+}
+
+func validateFailurePolicy(js *api.JobSet, rjobs map[string]*api.ReplicatedJob, gates Gates, p *field.Path) field.ErrorList {
+	fp := js.Spec.FailurePolicy
+	if fp == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, r := range fp.Rules {
+		rp := p.Child("rules").Index(i)
+		switch {
+		case len(r.Name) == 0 || len(r.Name) > 128:
+			errs = append(errs, field.Invalid(rp.Child("name"), r.Name, "must be 1 to 128 characters"))
+		case !ruleNameRE.MatchString(r.Name):
+			errs = append(errs, field.Invalid(rp.Child("name"), r.Name, "must start with a letter and contain only letters, digits, '_', ',' and ':' (regex "+ruleNameRE.String()+")"))
+		case seen[r.Name]:
+			errs = append(errs, field.Duplicate(rp.Child("name"), r.Name))
+		}
+		seen[r.Name] = true
+		for k, reason := range r.OnJobFailureReasons {
+			if !slices.Contains(validFailureReasons, reason) {
+				errs = append(errs, field.NotSupported(rp.Child("onJobFailureReasons").Index(k), reason, validFailureReasons))
+			}
+		}
+		for k, pattern := range r.OnJobFailureMessagePatterns {
+			if _, err := regexp.Compile(pattern); err != nil {
+				errs = append(errs, field.Invalid(rp.Child("onJobFailureMessagePatterns").Index(k), pattern, "not a valid RE2 regular expression: "+err.Error()))
+			}
+		}
+		for k, t := range r.TargetReplicatedJobs {
+			if rjobs[t] == nil {
+				errs = append(errs, field.Invalid(rp.Child("targetReplicatedJobs").Index(k), t,
+					"names no replicated job: use one of "+strings.Join(names(js), ", ")))
+			}
+		}
+		if r.Action == api.RestartJob || r.Action == api.RestartJobAndIgnoreMaxRestarts {
+			if !gates.RestartJob {
+				errs = append(errs, field.Forbidden(rp.Child("action"), string(r.Action)+" needs the RestartJob feature gate; use RestartJobSet"))
+			}
+			for name, rj := range rjobs {
+				if rj.Replicas > 1024 {
+					errs = append(errs, field.Invalid(rp.Child("action"), r.Action,
+						fmt.Sprintf("single-Job restarts allow at most 1024 replicas per replicated job; %s has %d", name, rj.Replicas)))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func validateCoordinator(js *api.JobSet, rjobs map[string]*api.ReplicatedJob, p *field.Path) field.ErrorList {
+	c := js.Spec.Coordinator
+	if c == nil {
+		return nil
+	}
+	rj := rjobs[c.ReplicatedJob]
+	if rj == nil {
+		return field.ErrorList{field.Invalid(p.Child("replicatedJob"), c.ReplicatedJob, "names no replicated job: use one of "+strings.Join(names(js), ", "))}
+	}
+	var errs field.ErrorList
+	if c.JobIndex < 0 || c.JobIndex >= int(rj.Replicas) {
+		errs = append(errs, field.Invalid(p.Child("jobIndex"), c.JobIndex, fmt.Sprintf("must be in [0, %d), the replicas of %s", rj.Replicas, rj.Name)))
+	}
+	spec := rj.Template.Spec
+	if ptr.Deref(spec.CompletionMode, batchv1.NonIndexedCompletion) != batchv1.IndexedCompletion || spec.Completions == nil {
+		errs = append(errs, field.Invalid(p.Child("replicatedJob"), c.ReplicatedJob, "the coordinator's Job must be Indexed with completions set"))
+	} else if c.PodIndex < 0 || c.PodIndex >= int(*spec.Completions) {
+		errs = append(errs, field.Invalid(p.Child("podIndex"), c.PodIndex, fmt.Sprintf("must be in [0, %d), the completions of %s", *spec.Completions, rj.Name)))
+	}
+	if ep := naming.CoordinatorEndpoint(js); len(validation.IsValidLabelValue(ep)) > 0 {
+		errs = append(errs, field.Invalid(p, ep, "the coordinator endpoint must be a valid label value (at most 63 characters): shorten the names"))
+	}
+	return errs
+}
+
+func validateClaims(js *api.JobSet, jsName string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, policy := range js.Spec.VolumeClaimPolicies {
+		for k, t := range policy.Templates {
+			tp := p.Index(i).Child("templates").Index(k).Child("metadata", "name")
+			if seen[t.Name] {
+				errs = append(errs, field.Duplicate(tp, t.Name))
+			}
+			seen[t.Name] = true
+			for _, msg := range validation.IsDNS1123Subdomain(t.Name) {
+				errs = append(errs, field.Invalid(tp, t.Name, msg))
+			}
+			if pvc := naming.PVCName(t.Name, jsName); len(pvc) > 63 {
+				errs = append(errs, field.Invalid(tp, t.Name, fmt.Sprintf("claim name %q is longer than 63 characters: shorten the template or JobSet name", pvc)))
+			}
+			mounted := false
+			for _, rj := range js.Spec.ReplicatedJobs {
+				pod := rj.Template.Spec.Template.Spec
+				for _, v := range pod.Volumes {
+					if v.Name == t.Name {
+						errs = append(errs, field.Invalid(tp, t.Name, "replicated job "+rj.Name+" already has a volume of this name: rename one of them"))
+					}
+				}
+				for _, cs := range [][]corev1.Container{pod.InitContainers, pod.Containers} {
+					for _, c := range cs {
+						for _, m := range c.VolumeMounts {
+							mounted = mounted || m.Name == t.Name
+						}
+					}
+				}
+			}
+			if !mounted {
+				errs = append(errs, field.Invalid(tp, t.Name, "no container mounts it: add a volumeMount named "+t.Name+" or remove the template"))
+			}
+		}
+	}
+	return errs
+}
+
+// ValidateUpdate: replicated jobs are immutable, except that while the
+// JobSet is (or was) suspended the pod template's labels, annotations,
+// nodeSelector, tolerations and schedulingGates may change (the Kueue path);
+// managedBy never changes. The CRD's CEL rules guard the other fields.
+func ValidateUpdate(old, js *api.JobSet, gates Gates) field.ErrorList {
+	errs := ValidateCreate(js, gates)
+	spec := field.NewPath("spec")
+	if !apiequality.Semantic.DeepEqual(old.Spec.ManagedBy, js.Spec.ManagedBy) {
+		errs = append(errs, field.Invalid(spec.Child("managedBy"), ptr.Deref(js.Spec.ManagedBy, ""), "is immutable: delete and recreate the JobSet to change it"))
+	}
+	mutable := ptr.Deref(old.Spec.Suspend, false) || ptr.Deref(js.Spec.Suspend, false)
+	oldJobs, newJobs := old.Spec.ReplicatedJobs, js.Spec.ReplicatedJobs
+	if mutable && len(oldJobs) == len(newJobs) {
+		oldJobs = make([]api.ReplicatedJob, len(old.Spec.ReplicatedJobs))
+		for i := range oldJobs {
+			oldJobs[i] = *old.Spec.ReplicatedJobs[i].DeepCopy()
+			from, to := &newJobs[i].Template.Spec.Template, &oldJobs[i].Template.Spec.Template
+			to.Labels, to.Annotations = from.Labels, from.Annotations
+			to.Spec.NodeSelector, to.Spec.Tolerations, to.Spec.SchedulingGates = from.Spec.NodeSelector, from.Spec.Tolerations, from.Spec.SchedulingGates
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(oldJobs, newJobs) {
+		msg := "is immutable"
+		if !mutable {
+			msg += "; while the JobSet is suspended, its pod templates' labels, annotations, nodeSelector, tolerations and schedulingGates may change"
+		}
+		errs = append(errs, field.Forbidden(spec.Child("replicatedJobs"), msg))
+	}
+	return errs
+}
