@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,18 +33,18 @@ import (
 
 // Options configure the manager; `multislice manager` maps flags onto them.
 type Options struct {
-	Namespace        string
-	MetricsAddr      string
-	ProbeAddr        string
-	LeaderElect      bool
-	WebhookHost      string
-	WebhookPort      int
-	CertDir          string
-	Endpoint         Endpoint
-	FeatureGates     map[string]bool
-	Workers          int
-	QPS              float32
-	Burst            int
+	Namespace    string
+	MetricsAddr  string
+	ProbeAddr    string
+	LeaderElect  bool
+	WebhookHost  string
+	WebhookPort  int
+	CertDir      string
+	Endpoint     Endpoint
+	FeatureGates map[string]bool
+	Workers      int
+	QPS          float32
+	Burst        int
 }
 
 // Scheme knows the built-in types and the JobSet API.
