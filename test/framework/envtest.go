@@ -1,0 +1,121 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/versions"
+)
+
+// Env is a real kube-apiserver and etcd (the project's own binaries) with
+// the JobSet CRD and the Multislice manager running in this process. There
+// is no kube-controller-manager: tests play the Job controller themselves.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+}
+
+// RequireEnvtest skips unless the control-plane binaries are built, and
+// fails when MULTISLICE_E2E=1 promised they would be.
+func envtestAssets(t testing.TB) string {
+	dir := filepath.Join(BinDir(t), "envtest-"+versions.Kubernetes+"-"+versions.Etcd)
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		if os.Getenv("MULTISLICE_E2E") == "1" {
+			t.Fatalf("envtest binaries missing in %s: run `make binaries`", dir)
+		}
+		t.Skip("integration test: run `make test` (it builds the control plane)")
+	}
+	return dir
+}
+
+// StartEnv starts the apiserver and the manager with the given feature gates.
+func StartEnv(t testing.TB, gates map[string]bool) *Env {
+	t.Helper()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: envtestAssets(t),
+		CRDDirectoryPaths:     []string{filepath.Join(filepath.Dir(BinDir(t)), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "multislice-system"}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	ports := freePorts(t, 3)
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, cfg, manager.Options{
+			Namespace: "multislice-system", MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+			ProbeAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), WebhookHost: "127.0.0.1", WebhookPort: ports[0],
+			CertDir:  t.TempDir(),
+			Endpoint: manager.Endpoint{URLBase: fmt.Sprintf("https://127.0.0.1:%d", ports[0])},
+			FeatureGates: gates, Workers: 4, QPS: 500, Burst: 500,
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop")
+		}
+	})
+	Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		select {
+		case err := <-done:
+			t.Fatalf("manager exited: %v", err)
+		default:
+		}
+		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0]), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return false, "webhook server not listening: " + err.Error()
+		}
+		conn.Close()
+		return true, ""
+	})
+	return &Env{Config: cfg, Client: c}
+}
+
+// Namespace creates a fresh namespace for one test case.
+func (e *Env) Namespace(t testing.TB) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func freePorts(t testing.TB, n int) []int {
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package framework
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// JobSetBuilder builds JobSets for tests.
+type JobSetBuilder struct{ js *api.JobSet }
+
+// NewJobSet starts a JobSet with no replicated jobs.
+func NewJobSet(namespace, name string) *JobSetBuilder {
+	return &JobSetBuilder{js: &api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}}
+}
+
+// ReplicatedJob adds an Indexed replicated job of replicas Jobs with
+// parallelism = completions = pods.
+func (b *JobSetBuilder) ReplicatedJob(name string, replicas, pods int32) *JobSetBuilder {
+	b.js.Spec.ReplicatedJobs = append(b.js.Spec.ReplicatedJobs, api.ReplicatedJob{
+		Name: name, Replicas: replicas,
+		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To(int32(0)),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+			}},
+		}},
+	})
+	return b
+}
+
+// Edit applies any change to the JobSet under construction.
+func (b *JobSetBuilder) Edit(f func(*api.JobSet)) *JobSetBuilder { f(b.js); return b }
+
+// LastReplicatedJob edits the replicated job added last.
+func (b *JobSetBuilder) LastReplicatedJob(f func(*api.ReplicatedJob)) *JobSetBuilder {
+	f(&b.js.Spec.ReplicatedJobs[len(b.js.Spec.ReplicatedJobs)-1])
+	return b
+}
+
+// FailurePolicy sets maxRestarts and rules.
+func (b *JobSetBuilder) FailurePolicy(maxRestarts int32, rules ...api.FailurePolicyRule) *JobSetBuilder {
+	b.js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: maxRestarts, Rules: rules}
+	return b
+}
+
+// Suspend sets spec.suspend.
+func (b *JobSetBuilder) Suspend(s bool) *JobSetBuilder { b.js.Spec.Suspend = ptr.To(s); return b }
+
+// Obj returns the JobSet.
+func (b *JobSetBuilder) Obj() *api.JobSet { return b.js.DeepCopy() }
+
+// Jobs lists the JobSet's Jobs of one restart attempt (any attempt when attempt < 0), by name.
+func (e *Env) Jobs(t testing.TB, ns, jobset string) []batchv1.Job {
+	var list batchv1.JobList
+	if err := e.Client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{api.JobSetNameKey: jobset}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// CurrentJobs are the Jobs not being deleted.
+func (e *Env) CurrentJobs(t testing.TB, ns, jobset string) []batchv1.Job {
+	var out []batchv1.Job
+	for _, j := range e.Jobs(t, ns, jobset) {
+		if j.DeletionTimestamp == nil {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// Get reads the JobSet.
+func (e *Env) Get(t testing.TB, ns, name string) *api.JobSet {
+	var js api.JobSet
+	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &js); err != nil {
+		t.Fatal(err)
+	}
+	return &js
+}
+
+// SetJobStatus plays the Job controller: it marks a Job Complete, Failed
+// (with reason and message) or ready.
+func (e *Env) SetJobStatus(t testing.TB, job *batchv1.Job, outcome batchv1.JobConditionType, reason, message string) {
+	t.Helper()
+	now := metav1.Now()
+	var j batchv1.Job
+	if err := e.Client.Get(context.Background(), client.ObjectKeyFromObject(job), &j); err != nil {
+		t.Fatalf("get job %s: %v", job.Name, err)
+	}
+	if j.Status.StartTime == nil {
+		j.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
+	}
+	pods := ptr.Deref(j.Spec.Completions, 1)
+	switch outcome {
+	case batchv1.JobComplete:
+		j.Status.Active, j.Status.Ready = 0, ptr.To(int32(0))
+		j.Status.Succeeded = pods
+		j.Status.CompletionTime = &now
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: batchv1.JobReasonCompletionsReached},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: batchv1.JobReasonCompletionsReached},
+		}
+	case batchv1.JobFailed:
+		j.Status.Active, j.Status.Ready = 0, ptr.To(int32(0))
+		j.Status.Failed = 1
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: reason, Message: message},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: reason, Message: message},
+		}
+	default: // ready
+		j.Status.Active = pods
+		j.Status.Ready = ptr.To(pods)
+	}
+	if err := e.Client.Status().Update(context.Background(), &j); err != nil {
+		t.Fatalf("set status of job %s: %v", j.Name, err)
+	}
+}
+
+// CollectGarbage plays the garbage collector envtest lacks: Jobs deleted in
+// the foreground lose their finalizer and disappear.
+func (e *Env) CollectGarbage(t testing.TB, ns string) {
+	var list batchv1.JobList
+	if err := e.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		j := &list.Items[i]
+		if j.DeletionTimestamp != nil && slices.Contains(j.Finalizers, metav1.FinalizerDeleteDependents) {
+			j.Finalizers = slices.DeleteFunc(j.Finalizers, func(f string) bool { return f == metav1.FinalizerDeleteDependents })
+			if err := e.Client.Update(context.Background(), j); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
