@@ -69,8 +69,8 @@ func StartEnv(t testing.TB, gates map[string]bool) *Env {
 		done <- manager.Run(ctx, cfg, manager.Options{
 			Namespace: "multislice-system", MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 			ProbeAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), WebhookHost: "127.0.0.1", WebhookPort: ports[0],
-			CertDir:  t.TempDir(),
-			Endpoint: manager.Endpoint{URLBase: fmt.Sprintf("https://127.0.0.1:%d", ports[0])},
+			CertDir:      t.TempDir(),
+			Endpoint:     manager.Endpoint{URLBase: fmt.Sprintf("https://127.0.0.1:%d", ports[0])},
 			FeatureGates: gates, Workers: 4, QPS: 500, Burst: 500,
 		})
 	}()
