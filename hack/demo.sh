@@ -20,12 +20,23 @@ kubectl wait --for=condition=Complete job/tpu-hello --timeout=120s
 kubectl get job tpu-hello
 kubectl get pods -l job-name=tpu-hello -o wide \
   -L batch.kubernetes.io/job-completion-index
+echo
+echo "==> the seed's multislice JobSet, verbatim (examples/seed-multislice-job.yaml): 4 slices x 2 hosts"
+kubectl delete jobset multislice-job --ignore-not-found --wait=true >/dev/null
+kubectl apply -f "$root/examples/seed-multislice-job.yaml"
+kubectl wait --for=jsonpath='{.status.replicatedJobsStatus[0].ready}'=4 jobset/multislice-job --timeout=120s
+kubectl get jobset multislice-job
+kubectl get jobs -l jobset.sigs.k8s.io/jobset-name=multislice-job
+kubectl get pods -l jobset.sigs.k8s.io/jobset-name=multislice-job -o wide
+kubectl get service multislice-job
 cat <<MSG
 
 The cluster keeps running. Use it with kubectl:
   export KUBECONFIG=$KUBECONFIG
   kubectl get nodes -L cloud.google.com/gke-nodepool,cloud.google.com/gke-tpu-topology
   $ms status
+Try a failure: delete one pod and watch every slice restart (status.restarts goes to 1):
+  kubectl delete pod -l jobset.sigs.k8s.io/job-index=0 --wait=false; kubectl get jobset -w
 Stop it with:
   $ms down
 MSG

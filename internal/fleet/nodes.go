@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,15 @@ func Nodes(p Resolved) []*corev1.Node {
 		nodes[i] = node(p, i)
 	}
 	return nodes
+}
+
+// NodeIP is a stable address for a simulated host, derived from its name
+// within 10.128.0.0/10, so that host-network pods have an IP.
+func NodeIP(name string) string {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	v := h.Sum32()
+	return fmt.Sprintf("10.%d.%d.%d", 128+(v>>16)&63, (v>>8)&255, 1+v&127)
 }
 
 func node(p Resolved, i int) *corev1.Node {
@@ -72,6 +82,10 @@ func node(p Resolved, i int) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: capacity.DeepCopy(),
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: NodeIP(name)},
+				{Type: corev1.NodeHostName, Address: name},
+			},
 		},
 	}
 }
