@@ -24,6 +24,10 @@ type StartOptions struct {
 	APIServerPort int
 	// Progress receives one line per step.
 	Progress io.Writer
+	// BeforeControllers runs once the API serves, before the controllers
+	// start: CRDs installed here are known to the garbage collector from
+	// its first discovery, so owned objects are collected at once.
+	BeforeControllers func(context.Context, *Running) error
 }
 
 // Running is a control plane started by this process.
@@ -72,15 +76,15 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 		return nil, err
 	}
 	r := &Running{Home: h, progress: opts.Progress}
-	if err := r.boot(ctx, opts.Binaries, p); err != nil {
+	if err := r.boot(ctx, opts, p); err != nil {
 		r.Stop()
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *Running) boot(ctx context.Context, b Binaries, p ports) error {
-	h := r.Home
+func (r *Running) boot(ctx context.Context, opts StartOptions, p ports) error {
+	h, b := r.Home, opts.Binaries
 	if err := r.launch("etcd", b.Etcd(), h.etcdArgs(p), p.EtcdClient, p.EtcdPeer); err != nil {
 		return err
 	}
@@ -105,6 +109,11 @@ func (r *Running) boot(ctx context.Context, b Binaries, p ports) error {
 	}
 	if err := r.WaitFor(ctx, "kube-apiserver", 90*time.Second, httpOK(cfg.Host+"/readyz", tlsCfg)); err != nil {
 		return err
+	}
+	if opts.BeforeControllers != nil {
+		if err := opts.BeforeControllers(ctx, r); err != nil {
+			return err
+		}
 	}
 	if err := r.launch("kube-controller-manager", b.ControllerManager(), h.controllerManagerArgs(p), p.ControllerManager); err != nil {
 		return err

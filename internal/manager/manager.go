@@ -18,9 +18,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -45,6 +47,10 @@ type Options struct {
 	Workers      int
 	QPS          float32
 	Burst        int
+	// GroupLabel and GroupSizeLabel name the multislice-group node labels.
+	GroupLabel, GroupSizeLabel string
+	// SkipNameValidation lets several managers run in one process (tests).
+	SkipNameValidation bool
 }
 
 // Scheme knows the built-in types and the JobSet API.
@@ -86,9 +92,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionID:        "multislice-manager.multislice.dev",
 		LeaderElectionNamespace: o.Namespace,
 		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: owned, &corev1.Service{}: owned, &corev1.Pod{}: owned,
-		}},
+		Controller:              config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&batchv1.Job{}: owned, &corev1.Service{}: owned, &corev1.Pod{}: owned,
+				&corev1.Node{}: {Transform: slimNode},
+			},
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -96,6 +107,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	r := &jobsetcontroller.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("jobset-controller"),
+		Placer:   &jobsetcontroller.Placer{Client: mgr.GetClient(), GroupLabel: o.GroupLabel, SizeLabel: o.GroupSizeLabel},
 		Gates:    jobsetcontroller.Gates{RestartJob: o.FeatureGates["RestartJob"]},
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
@@ -115,6 +127,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// slimNode drops what placement never reads (image lists are the bulk of a
+// Node), so caching every node stays cheap at 15,000 nodes.
+func slimNode(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		n.ManagedFields, n.Status.Images = nil, nil
+	}
+	return obj, nil
 }
 
 func certOptions(o Options) certs.Options {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,25 +43,6 @@ func TestSeedJobSet(t *testing.T) {
 	if err := cl.Create(ctx, &js); err != nil {
 		t.Fatal(err)
 	}
-	t.Run("config/default applies with a server-side dry run", func(t *testing.T) {
-		kubectl, err := exec.LookPath("kubectl")
-		if err != nil {
-			t.Skip("kubectl is not installed")
-		}
-		cmd := exec.Command(kubectl, "apply", "--server-side", "--dry-run=server", "-k", "../../config/default")
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl apply --dry-run=server -k config/default: %v\n%s", err, out)
-		}
-		for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io", "deployment.apps/multislice-manager",
-			"clusterrole.rbac.authorization.k8s.io/multislice-manager", "mutatingwebhookconfiguration.admissionregistration.k8s.io/multislice-mutating-webhook-configuration"} {
-			if !strings.Contains(string(out), want) {
-				t.Errorf("dry run output lacks %s:\n%s", want, out)
-			}
-		}
-	})
-
 	podName := regexp.MustCompile(`^multislice-job-slice-[0-3]-[01]-[a-z0-9]{5}$`)
 	running := waitRunning(t, ctx, c, 0, podName)
 

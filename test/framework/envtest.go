@@ -64,9 +64,12 @@ func StartEnv(t testing.TB, gates map[string]bool) *Env {
 		t.Fatal(err)
 	}
 	ports := freePorts(t, 3)
-	done := make(chan error, 1)
+	done := make(chan struct{})
+	var runErr error
 	go func() {
-		done <- manager.Run(ctx, cfg, manager.Options{
+		defer close(done)
+		runErr = manager.Run(ctx, cfg, manager.Options{
+			SkipNameValidation: true, GroupLabel: "MultisliceGroup", GroupSizeLabel: "MultisliceGroupSize",
 			Namespace: "multislice-system", MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 			ProbeAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), WebhookHost: "127.0.0.1", WebhookPort: ports[0],
 			CertDir:      t.TempDir(),
@@ -84,8 +87,8 @@ func StartEnv(t testing.TB, gates map[string]bool) *Env {
 	})
 	Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
 		select {
-		case err := <-done:
-			t.Fatalf("manager exited: %v", err)
+		case <-done:
+			t.Fatalf("manager exited: %v", runErr)
 		default:
 		}
 		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0]), &tls.Config{InsecureSkipVerify: true})

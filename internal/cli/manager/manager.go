@@ -48,6 +48,8 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/multislice-webhook-certs", "where the managed serving certificate is written")
 	fl.StringVar(&webhookURL, "webhook-url", "", "reach the webhooks at this URL base (e.g. https://127.0.0.1:9443) instead of through the Service")
 	fl.StringVar(&gates, "feature-gates", "", "alpha features, e.g. RestartJob=true")
+	fl.StringVar(&o.GroupLabel, "group-label", "MultisliceGroup", "node label naming a node pool's multislice group")
+	fl.StringVar(&o.GroupSizeLabel, "group-size-label", "MultisliceGroupSize", "node label giving the size of a multislice group")
 	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")
 	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", 500, "client request burst")

@@ -85,6 +85,13 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	fmt.Fprintf(f.Out, "Starting a local multislice cluster in %s\n", home)
 	running, err := localcluster.Start(ctx, localcluster.StartOptions{
 		Home: home, Binaries: localcluster.FindBinaries(), APIServerPort: opts.APIServerPort, Progress: f.Out,
+		BeforeControllers: func(ctx context.Context, r *localcluster.Running) error {
+			if opts.NoManager {
+				return nil
+			}
+			fmt.Fprintln(f.Out, "installing the JobSet CRD")
+			return install.CRD(ctx, r.Config)
+		},
 	})
 	if errors.Is(err, localcluster.ErrAlreadyRunning) {
 		fmt.Fprintln(f.Out, err)
@@ -123,10 +130,6 @@ func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg 
 		return err
 	}
 	if !opts.NoManager {
-		fmt.Fprintln(out, "installing the JobSet CRD")
-		if err := install.CRD(ctx, r.Config); err != nil {
-			return err
-		}
 		exe, err := os.Executable()
 		if err != nil {
 			return err

@@ -50,6 +50,22 @@ func (e *statusEditor) set(typ api.JobSetConditionType, status metav1.ConditionS
 	return true
 }
 
+// put writes a condition like set, but also when it is False and new: for
+// Multislice's own conditions, whose False state is news in itself.
+func (e *statusEditor) put(typ api.JobSetConditionType, status metav1.ConditionStatus, reason, message, eventType string) {
+	if meta.FindStatusCondition(e.status.Conditions, string(typ)) == nil {
+		meta.SetStatusCondition(&e.status.Conditions, metav1.Condition{
+			Type: string(typ), Status: status, Reason: reason, Message: message, LastTransitionTime: e.now,
+		})
+		e.changed = true
+		if eventType != "" {
+			e.event(eventType, reason, message)
+		}
+		return
+	}
+	e.set(typ, status, reason, message, eventType)
+}
+
 func (e *statusEditor) event(typ, reason, message string) {
 	e.events = append(e.events, Event{Type: typ, Reason: reason, Message: message})
 }

@@ -37,9 +37,10 @@ type Reconciler struct {
 	Gates    Gates
 	// Parallelism bounds concurrent child-Job creates and deletes.
 	Parallelism int
-	// Hooks let later stages (placement) adjust Jobs before they are created.
-	BeforeCreate func(ctx context.Context, js *api.JobSet, plan *Plan) error
-	now          func() time.Time
+	// Placer pins the Jobs of exclusive-topology JobSets to domains; nil
+	// leaves placement to the scheduler.
+	Placer *Placer
+	now    func() time.Time
 }
 
 // SetupWithManager registers the controller and its index.
@@ -71,6 +72,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var js api.JobSet
 	if err := r.Client.Get(ctx, req.NamespacedName, &js); err != nil {
+		if apierrors.IsNotFound(err) && r.Placer != nil {
+			r.Placer.Release(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if js.DeletionTimestamp != nil || !ManagedByUs(&js) {
@@ -81,8 +85,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	plan := Decide(observed)
-	if r.BeforeCreate != nil && len(plan.Create)+len(plan.Resume) > 0 {
-		if err := r.BeforeCreate(ctx, &js, &plan); err != nil {
+	if r.Placer != nil {
+		if _, done := finished(&plan.Status); done != nil {
+			r.Placer.Release(req.NamespacedName)
+		} else if err := r.Placer.Place(ctx, &js, &plan); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -1,0 +1,313 @@
+package jobset
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/placement"
+	"github.com/multislice/multislice/internal/tpu"
+)
+
+const (
+	// AssignedDomainAnnotation on a child Job names the topology domain
+	// (e.g. the node pool) placement gave it.
+	AssignedDomainAnnotation = "multislice.dev/assigned-domain"
+	// TopologyAssigned is the JobSet condition that reports placement.
+	TopologyAssigned api.JobSetConditionType = "TopologyAssigned"
+	// waitingRequeue is how often a waiting JobSet looks for capacity.
+	waitingRequeue = time.Second
+)
+
+// Placer assigns topology domains to exclusive-topology JobSets (see
+// package placement) before their Jobs are created or resumed, and
+// remembers the assignments so that restarts keep their domains and no two
+// JobSets share one.
+type Placer struct {
+	Client     client.Reader
+	GroupLabel string
+	SizeLabel  string
+
+	mu      sync.Mutex
+	held    map[types.NamespacedName]map[string]string // JobSet -> Job name -> domain
+	waiting map[types.NamespacedName]waiter
+}
+
+type waiter struct {
+	key      string
+	priority int32
+	created  time.Time
+	request  placement.Request
+}
+
+func (w waiter) before(o waiter) bool {
+	if w.priority != o.priority {
+		return w.priority > o.priority
+	}
+	return w.created.Before(o.created)
+}
+
+// Release forgets a JobSet that finished or is gone, freeing its domains.
+func (p *Placer) Release(js types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.held, js)
+	delete(p.waiting, js)
+}
+
+func exclusiveKey(js *api.JobSet) string {
+	if v := js.Annotations[api.ExclusiveKey]; v != "" {
+		return v
+	}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if v := rj.Template.Annotations[api.ExclusiveKey]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Place is the Reconciler's BeforeCreate hook: it pins the Jobs the plan
+// creates or resumes to assigned domains, or holds them all back.
+func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
+	key := exclusiveKey(js)
+	if key == "" {
+		return nil
+	}
+	if _, nodeSelectorStrategy := js.Annotations[api.NodeSelectorStrategyKey]; nodeSelectorStrategy {
+		return nil // upstream's pre-labelled-nodes strategy: nothing to assign
+	}
+	jobs := append(append([]*batchv1.Job(nil), plan.Create...), plan.Resume...)
+	if len(jobs) == 0 {
+		return nil
+	}
+	priority, err := p.priority(ctx, js)
+	if err != nil {
+		return err
+	}
+	domains, err := p.domains(ctx, key)
+	if err != nil {
+		return err
+	}
+	name := client.ObjectKeyFromObject(js)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held, p.waiting = map[types.NamespacedName]map[string]string{}, map[types.NamespacedName]waiter{}
+	}
+	req := p.request(js, key, jobs)
+	p.markHolders(domains)
+	me := waiter{key: key, priority: priority, created: js.CreationTimestamp.Time, request: req}
+	result := placement.Assign(req, domains)
+	if result.Domains != nil {
+		if ahead := p.aheadOf(name, me, domains); ahead != "" {
+			result = placement.Result{Why: "waiting behind " + ahead + ", which comes first (higher priority or older)"}
+		}
+	}
+	e := newStatusEditor(&plan.Status, time.Now())
+	if result.Domains == nil {
+		p.waiting[name] = me
+		plan.Create, plan.Resume = nil, nil
+		plan.RequeueAfter = waitingRequeue
+		e.put(TopologyAssigned, metav1.ConditionFalse, "InsufficientCapacity", result.Why, corev1.EventTypeWarning)
+	} else {
+		delete(p.waiting, name)
+		if p.held[name] == nil {
+			p.held[name] = map[string]string{}
+		}
+		for _, j := range jobs {
+			d := result.Domains[j.Name]
+			p.held[name][j.Name] = d
+			j.Spec.Template.Spec.NodeSelector = merge(j.Spec.Template.Spec.NodeSelector, map[string]string{key: d})
+			j.Annotations = merge(j.Annotations, map[string]string{AssignedDomainAnnotation: d})
+		}
+		e.set(TopologyAssigned, metav1.ConditionTrue, "DomainsAssigned",
+			fmt.Sprintf("each child Job has its own %s: %s", key, summary(p.held[name])), corev1.EventTypeNormal)
+	}
+	plan.Events = append(plan.Events, e.events...)
+	plan.StatusChanged = plan.StatusChanged || e.changed
+	return nil
+}
+
+func summary(m map[string]string) string {
+	names := make([]string, 0, len(m))
+	for j := range m {
+		names = append(names, j)
+	}
+	sort.Strings(names)
+	out := ""
+	for i, j := range names {
+		if i == 4 {
+			return out + fmt.Sprintf(", ... (%d in all)", len(names))
+		}
+		if i > 0 {
+			out += ", "
+		}
+		out += j + "=" + m[j]
+	}
+	return out
+}
+
+func (p *Placer) request(js *api.JobSet, key string, jobs []*batchv1.Job) placement.Request {
+	name := client.ObjectKeyFromObject(js)
+	req := placement.Request{JobSet: name.String(), Key: key}
+	for _, j := range jobs {
+		spec := j.Spec.Template.Spec
+		sel := map[string]string{}
+		for k, v := range spec.NodeSelector {
+			if k != key { // a stale pin from a previous attempt must not constrain the choice
+				sel[k] = v
+			}
+			if k == p.GroupLabel || k == p.SizeLabel {
+				req.SameGroup = true
+			}
+		}
+		req.Jobs = append(req.Jobs, placement.JobRequest{
+			Name: j.Name, Pods: int(ptr.Deref(j.Spec.Parallelism, 1)), NodeSelector: sel,
+			Tolerations: spec.Tolerations, RequestsTPU: requestsTPU(spec), Previous: p.held[name][j.Name],
+		})
+	}
+	return req
+}
+
+func requestsTPU(spec corev1.PodSpec) bool {
+	for _, c := range spec.Containers {
+		if _, ok := c.Resources.Limits[gke.TPUResource]; ok {
+			return true
+		}
+		if _, ok := c.Resources.Requests[gke.TPUResource]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// markHolders records which JobSet holds each domain: from this process's
+// assignments, and from the pins of existing Jobs (which survive a restart
+// of the manager).
+func (p *Placer) markHolders(domains []placement.Domain) {
+	holder := map[string]string{}
+	for js, jobs := range p.held {
+		for _, d := range jobs {
+			holder[d] = js.String()
+		}
+	}
+	for i := range domains {
+		if h, ok := holder[domains[i].Value]; ok {
+			domains[i].Holder = h
+		}
+	}
+}
+
+// aheadOf names a waiting JobSet that must be served first: it ranks
+// earlier, wants the same kind of domains, and could fit once they free up.
+func (p *Placer) aheadOf(me types.NamespacedName, w waiter, domains []placement.Domain) string {
+	var names []types.NamespacedName
+	for n, o := range p.waiting {
+		if n != me && o.key == w.key && o.before(w) {
+			names = append(names, n)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return p.waiting[names[i]].before(p.waiting[names[j]]) })
+	for _, n := range names {
+		free := make([]placement.Domain, len(domains))
+		for i, d := range domains {
+			free[i] = d
+			free[i].Holder = ""
+		}
+		if placement.Assign(p.waiting[n].request, free).Domains != nil {
+			return n.String()
+		}
+	}
+	return ""
+}
+
+// domains groups the nodes carrying the topology key into domains.
+func (p *Placer) domains(ctx context.Context, key string) ([]placement.Domain, error) {
+	var nodes corev1.NodeList
+	if err := p.Client.List(ctx, &nodes, client.HasLabels{key}); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	var jobs batchv1.JobList
+	if err := p.Client.List(ctx, &jobs, client.HasLabels{api.JobSetNameKey}); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	pinned := map[string]string{}
+	for _, j := range jobs.Items {
+		if d := j.Spec.Template.Spec.NodeSelector[key]; d != "" && j.DeletionTimestamp == nil && jobFinished(&j) == "" {
+			pinned[d] = j.Namespace + "/" + j.Labels[api.JobSetNameKey]
+		}
+	}
+	byValue := map[string]*placement.Domain{}
+	var order []string
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		v := n.Labels[key]
+		d := byValue[v]
+		if d == nil {
+			d = &placement.Domain{Value: v, Group: n.Labels[p.GroupLabel], Holder: pinned[v]}
+			if s, err := tpu.NewShape(n.Labels[gke.AcceleratorLabel], n.Labels[gke.TopologyLabel], ""); err == nil {
+				d.ExpectedHosts = s.Hosts
+			}
+			byValue[v] = d
+			order = append(order, v)
+		}
+		d.Nodes = append(d.Nodes, placement.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Healthy: NodeHealthy(n)})
+	}
+	sort.Strings(order)
+	out := make([]placement.Domain, len(order))
+	for i, v := range order {
+		out[i] = *byValue[v]
+	}
+	return out, nil
+}
+
+// NodeHealthy: Ready, schedulable, and not marked for maintenance.
+func NodeHealthy(n *corev1.Node) bool {
+	if n.Spec.Unschedulable || n.Labels[gke.ActiveMaintenanceLabel] == "ONGOING" {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		switch t.Key {
+		case gke.ImpendingTerminationTaint, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable:
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// priority is the pod priority of the JobSet's first replicated job.
+func (p *Placer) priority(ctx context.Context, js *api.JobSet) (int32, error) {
+	if len(js.Spec.ReplicatedJobs) == 0 {
+		return 0, nil
+	}
+	spec := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+	if spec.Priority != nil {
+		return *spec.Priority, nil
+	}
+	if spec.PriorityClassName == "" {
+		return 0, nil
+	}
+	var pc schedulingv1.PriorityClass
+	if err := p.Client.Get(ctx, types.NamespacedName{Name: spec.PriorityClassName}, &pc); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	return pc.Value, nil
+}

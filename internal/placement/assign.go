@@ -1,0 +1,232 @@
+// Package placement decides where the child Jobs of an exclusive-topology
+// JobSet run: one whole topology domain (a node pool, for the key
+// cloud.google.com/gke-nodepool) per Job, all Jobs at once or none, within
+// one multislice group when the workload asks for one. It is pure: the
+// controller gathers domains and requests, Assign answers.
+package placement
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+)
+
+// Node is what placement needs to know about one node.
+type Node struct {
+	Name   string
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Healthy: Ready, schedulable, and not under maintenance.
+	Healthy bool
+}
+
+// Domain is the set of nodes sharing one value of the topology key.
+type Domain struct {
+	Value string
+	Nodes []Node
+	// Group is the domain's multislice group ("" when it has none).
+	Group string
+	// ExpectedHosts is how many nodes a complete domain has (0: unknown,
+	// then any node count is complete).
+	ExpectedHosts int
+	// Holder is the JobSet (namespace/name) that holds the domain, if any.
+	Holder string
+}
+
+// Healthy: every node healthy, and as many nodes as the domain should have.
+func (d Domain) Healthy() bool {
+	if len(d.Nodes) == 0 || d.ExpectedHosts > 0 && len(d.Nodes) < d.ExpectedHosts {
+		return false
+	}
+	for _, n := range d.Nodes {
+		if !n.Healthy {
+			return false
+		}
+	}
+	return true
+}
+
+// JobRequest is one child Job to place.
+type JobRequest struct {
+	Name string
+	// Pods is how many pods must fit (one per host): the Job's parallelism.
+	Pods         int
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	// RequestsTPU: ExtendedResourceToleration lets such pods tolerate the
+	// google.com/tpu taint without saying so.
+	RequestsTPU bool
+	// Previous is the domain this Job held before a restart, kept if still fit.
+	Previous string
+}
+
+// Request is one JobSet's placement request.
+type Request struct {
+	JobSet string // namespace/name
+	// Key is the topology label key, e.g. cloud.google.com/gke-nodepool.
+	Key  string
+	Jobs []JobRequest
+	// SameGroup: all domains must come from one multislice group.
+	SameGroup bool
+}
+
+// Result is the outcome of Assign.
+type Result struct {
+	// Domains maps Job name to domain value; nil when the JobSet does not fit.
+	Domains map[string]string
+	// Why explains a failure: what is needed and what is free.
+	Why string
+}
+
+// Assign picks a distinct free, healthy, complete and suitable domain for
+// every Job, or none at all.
+func Assign(req Request, domains []Domain) Result {
+	if len(req.Jobs) == 0 {
+		return Result{Domains: map[string]string{}}
+	}
+	usable := make([]Domain, 0, len(domains))
+	for _, d := range domains {
+		if (d.Holder == "" || d.Holder == req.JobSet) && d.Healthy() {
+			usable = append(usable, d)
+		}
+	}
+	if !req.SameGroup {
+		if got := match(req.Jobs, usable); got != nil {
+			return Result{Domains: got}
+		}
+		return Result{Why: fmt.Sprintf("needs %d free %s; %d are free", len(req.Jobs), describe(req), countFits(req.Jobs[0], usable))}
+	}
+	groups := map[string][]Domain{}
+	for _, d := range usable {
+		if d.Group != "" {
+			groups[d.Group] = append(groups[d.Group], d)
+		}
+	}
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	// Best fit: the group with the fewest suitable free domains that still
+	// fits, so large groups stay whole for large workloads.
+	sort.Slice(names, func(i, j int) bool {
+		ci, cj := countFits(req.Jobs[0], groups[names[i]]), countFits(req.Jobs[0], groups[names[j]])
+		if ci != cj {
+			return ci < cj
+		}
+		return names[i] < names[j]
+	})
+	best, bestName := 0, ""
+	for _, g := range names {
+		if got := match(req.Jobs, groups[g]); got != nil {
+			return Result{Domains: got}
+		}
+		if n := countFits(req.Jobs[0], groups[g]); n > best {
+			best, bestName = n, g
+		}
+	}
+	why := fmt.Sprintf("needs %d free %s in one multislice group; ", len(req.Jobs), describe(req))
+	if bestName == "" {
+		why += "no group has one free"
+	} else {
+		why += fmt.Sprintf("best group %s has %d", bestName, best)
+	}
+	return Result{Why: why}
+}
+
+// match assigns distinct domains to jobs, preferring each Job's previous
+// domain; nil when some Job finds none.
+func match(jobs []JobRequest, domains []Domain) map[string]string {
+	taken := map[string]bool{}
+	out := make(map[string]string, len(jobs))
+	byValue := make(map[string]Domain, len(domains))
+	for _, d := range domains {
+		byValue[d.Value] = d
+	}
+	var rest []JobRequest
+	for _, j := range jobs {
+		if d, ok := byValue[j.Previous]; ok && j.Previous != "" && !taken[d.Value] && fits(j, d) {
+			out[j.Name], taken[d.Value] = d.Value, true
+		} else {
+			rest = append(rest, j)
+		}
+	}
+	for _, j := range rest {
+		found := false
+		for _, d := range domains {
+			if !taken[d.Value] && fits(j, d) {
+				out[j.Name], taken[d.Value], found = d.Value, true, true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return out
+}
+
+// fits: every node matches the Job's nodeSelector and its taints are
+// tolerated, and there is a node for every pod.
+func fits(j JobRequest, d Domain) bool {
+	if len(d.Nodes) < j.Pods {
+		return false
+	}
+	sel := labels.SelectorFromSet(j.NodeSelector)
+	for _, n := range d.Nodes {
+		if !sel.Matches(labels.Set(n.Labels)) || !tolerates(j, n.Taints) {
+			return false
+		}
+	}
+	return true
+}
+
+func tolerates(j JobRequest, taints []corev1.Taint) bool {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if j.RequestsTPU && t.Key == "google.com/tpu" {
+			continue
+		}
+		ok := false
+		for k := range j.Tolerations {
+			ok = ok || j.Tolerations[k].ToleratesTaint(klog.Background(), t, true)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func countFits(j JobRequest, domains []Domain) int {
+	n := 0
+	for _, d := range domains {
+		if fits(j, d) {
+			n++
+		}
+	}
+	return n
+}
+
+// describe names the kind of domain a JobSet needs, e.g. "tpu-v4-podslice 2x2x2 pools".
+func describe(req Request) string {
+	j := req.Jobs[0]
+	var parts []string
+	for _, k := range []string{"cloud.google.com/gke-tpu-accelerator", "cloud.google.com/gke-tpu-topology"} {
+		if v, ok := j.NodeSelector[k]; ok {
+			parts = append(parts, v)
+		}
+	}
+	unit := "domains of " + req.Key
+	if req.Key == "cloud.google.com/gke-nodepool" {
+		unit = "pools"
+	}
+	parts = append(parts, fmt.Sprintf("%s (%d hosts each)", unit, j.Pods))
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// seedCopy is the seed's JobSet under another name (its affinity terms
+// name the JobSet, so they follow), optionally finishing after run.
+func seedCopy(t *testing.T, name, run string) *api.JobSet {
+	data, err := os.ReadFile("../../examples/seed-multislice-job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js api.JobSet
+	if err := yaml.UnmarshalStrict([]byte(strings.ReplaceAll(string(data), "multislice-job", name)), &js); err != nil {
+		t.Fatal(err)
+	}
+	js.Namespace = "default"
+	if run != "" {
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = map[string]string{"multislice.dev/simulate-run": run}
+	}
+	return &js
+}
+
+// TestSeedDeadlockAvoided is the seed's deadlock scenario: two copies of
+// the seed JobSet submitted at the same moment for one group of four pools.
+// One runs whole; the other creates no pods and says why; when the first
+// goes, the second runs. Ten rounds, never a partial placement.
+func TestSeedDeadlockAvoided(t *testing.T) {
+	framework.RequireE2E(t)
+	c, _ := framework.StartCluster(t)
+	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for round := 0; round < 10; round++ {
+		a, b := seedCopy(t, fmt.Sprintf("a%d", round), ""), seedCopy(t, fmt.Sprintf("b%d", round), "")
+		var wg sync.WaitGroup
+		for _, js := range []*api.JobSet{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := cl.Create(ctx, js); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		var winner, loser *api.JobSet
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			ra, rb := runningPods(t, c, a.Name), runningPods(t, c, b.Name)
+			switch {
+			case ra == 8 && rb == 0:
+				winner, loser = a, b
+			case rb == 8 && ra == 0:
+				winner, loser = b, a
+			}
+			if ra > 0 && rb > 0 {
+				t.Fatalf("round %d: partial placement: %d pods of %s and %d of %s Running", round, ra, a.Name, rb, b.Name)
+			}
+			return winner != nil, fmt.Sprintf("%s: %d Running, %s: %d Running", a.Name, ra, b.Name, rb)
+		})
+		framework.Eventually(t, 20*time.Second, func(ctx context.Context) (bool, string) {
+			var got api.JobSet
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(loser), &got); err != nil {
+				return false, err.Error()
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, "TopologyAssigned")
+			return cond != nil && cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, "needs 4 free tpu-v4-podslice 2x2x2 pools"),
+				fmt.Sprintf("conditions of the waiting JobSet: %+v", got.Status.Conditions)
+		})
+		if n := scheduledPods(t, c, loser.Name); n != 0 {
+			t.Fatalf("round %d: the waiting JobSet has %d pods scheduled", round, n)
+		}
+		if err := cl.Delete(ctx, winner, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			n := runningPods(t, c, loser.Name)
+			return n == 8, fmt.Sprintf("%d of 8 pods of %s Running after %s was deleted", n, loser.Name, winner.Name)
+		})
+		if err := cl.Delete(ctx, loser, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			n := scheduledPods(t, c, "")
+			return n == 0, fmt.Sprintf("%d pods left after round %d", n, round)
+		})
+	}
+}
+
+// TestEightJobSetsOnFourGroups: eight 4-slice JobSets on four groups of four
+// pools; at any moment no pool runs two Jobs and no JobSet spans groups;
+// the JobSets that do not fit wait, and all complete.
+func TestEightJobSetsOnFourGroups(t *testing.T) {
+	framework.RequireE2E(t)
+	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleetFile, []byte(`apiVersion: multislice.dev/v1alpha1
+kind: Fleet
+groups:
+- {name: g1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
+- {name: g2, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
+- {name: g3, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
+- {name: g4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
+pools:
+- {name: default-pool, machineType: e2-standard-8, numNodes: 1}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := framework.StartCluster(t, "--fleet", fleetFile)
+	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var all []*api.JobSet
+	for i := 0; i < 8; i++ {
+		js := seedCopy(t, fmt.Sprintf("train-%d", i), "6s")
+		if err := cl.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, js)
+	}
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poolOf, groupOf := map[string]string{}, map[string]string{}
+	for _, n := range nodes.Items {
+		poolOf[n.Name], groupOf[n.Name] = n.Labels["cloud.google.com/gke-nodepool"], n.Labels["MultisliceGroup"]
+	}
+	maxRunning := 0
+	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey})
+		if err != nil {
+			return false, err.Error()
+		}
+		jobOnPool, groupsOf := map[string]string{}, map[string]map[string]bool{}
+		running := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			job, js := p.Labels["job-name"], p.Labels[api.JobSetNameKey]
+			pool := poolOf[p.Spec.NodeName]
+			if other, ok := jobOnPool[pool]; ok && other != job {
+				t.Fatalf("pool %s runs two Jobs: %s and %s", pool, other, job)
+			}
+			jobOnPool[pool] = job
+			if groupsOf[js] == nil {
+				groupsOf[js] = map[string]bool{}
+			}
+			groupsOf[js][groupOf[p.Spec.NodeName]] = true
+			if len(groupsOf[js]) > 1 {
+				t.Fatalf("JobSet %s spans groups %v", js, groupsOf[js])
+			}
+			running[js] = true
+		}
+		maxRunning = max(maxRunning, len(running))
+		done := 0
+		for _, js := range all {
+			var got api.JobSet
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(js), &got); err == nil && got.Status.TerminalState == "Completed" {
+				done++
+			}
+		}
+		return done == len(all), fmt.Sprintf("%d of %d JobSets completed", done, len(all))
+	})
+	if maxRunning > 4 {
+		t.Errorf("%d JobSets ran at once on four groups", maxRunning)
+	}
+	t.Logf("all 8 JobSets completed; at most %d ran at once", maxRunning)
+}
+
+func runningPods(t *testing.T, c *framework.Cluster, jobset string) int {
+	n := 0
+	for _, p := range jobsetPods(t, c, jobset) {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func scheduledPods(t *testing.T, c *framework.Cluster, jobset string) int {
+	n := 0
+	for _, p := range jobsetPods(t, c, jobset) {
+		if p.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func jobsetPods(t *testing.T, c *framework.Cluster, jobset string) []corev1.Pod {
+	sel := api.JobSetNameKey
+	if jobset != "" {
+		sel += "=" + jobset
+	}
+	pods, err := c.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
