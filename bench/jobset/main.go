@@ -1,11 +1,14 @@
 // Command jobset benchmarks the JobSet controller on a local cluster:
+//
 //   - manager memory before and after 10,000 unrelated pods exist (the cache
 //     must hold only JobSet-owned objects, so it should not grow);
+//
 //   - time from creating a JobSet of 1,000 replicas to all 1,000 child Jobs
 //     existing, and to the status counting them;
+//
 //   - mean reconcile time, from controller-runtime's own histogram.
 //
-//	go run ./bench/jobset -replicas 1000 -noise 10000
+//     go run ./bench/jobset -replicas 1000 -noise 10000
 package main
 
 import (
