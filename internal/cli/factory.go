@@ -33,6 +33,17 @@ func (f *Factory) Home() (localcluster.Home, error) {
 	return localcluster.DefaultHome()
 }
 
+// WorkloadConfig is the cluster that workload commands talk to: the one
+// $KUBECONFIG names, else the local cluster.
+func (f *Factory) WorkloadConfig() (*rest.Config, error) {
+	if os.Getenv("KUBECONFIG") != "" {
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	}
+	_, cfg, err := f.Client()
+	return cfg, err
+}
+
 // Client connects to the local cluster as its admin.
 func (f *Factory) Client() (kubernetes.Interface, *rest.Config, error) {
 	h, err := f.Home()

@@ -31,6 +31,7 @@ import (
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
+	tpuwebhook "github.com/multislice/multislice/internal/webhook/tpu"
 )
 
 // Options configure the manager; `multislice manager` maps flags onto them.
@@ -115,6 +116,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	wh := &jobsetwebhook.Webhook{Gates: jobsetwebhook.Gates{RestartJob: o.FeatureGates["RestartJob"], InPlaceRestart: o.FeatureGates["InPlaceRestart"]}}
 	if err := wh.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&tpuwebhook.JobWebhook{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(&certRenewer{client: clientset, options: o}); err != nil {

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/multislice/multislice/internal/webhook/tpu"
 )
 
 // Names of the webhook configurations the manager owns.
@@ -42,11 +44,16 @@ var (
 		}}}
 	}
 	sideEffectsNone = ptr.To(admissionv1.SideEffectClassNone)
+	jobCreate       = []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create}, Rule: admissionv1.Rule{
+		APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"},
+	}}}
+	onlyTPU = []admissionv1.MatchCondition{{Name: "requests-google-tpu", Expression: tpu.MatchTPU}}
 )
 
 // RenderWebhooks returns the manager's webhook configurations. Every webhook
-// is scoped to JobSets (or, later, to our own labelled objects), so that
-// failurePolicy Fail can only ever block our own workloads.
+// is scoped to our own workloads (JobSets, and Jobs that request TPUs,
+// selected by a CEL matchCondition), so that failurePolicy Fail can never
+// block anything else.
 func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfiguration, *admissionv1.ValidatingWebhookConfiguration) {
 	mutating := &admissionv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigName},
@@ -54,6 +61,15 @@ func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfigur
 			Name:                    "mjobset.kb.io",
 			ClientConfig:            e.clientConfig("/mutate-jobset-x-k8s-io-v1alpha2-jobset", ca),
 			Rules:                   jobsetRule(admissionv1.Create),
+			FailurePolicy:           ptr.To(admissionv1.Fail),
+			SideEffects:             sideEffectsNone,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To(int32(10)),
+		}, {
+			Name:                    "mtpujob.multislice.dev",
+			ClientConfig:            e.clientConfig("/mutate-batch-v1-job", ca),
+			Rules:                   jobCreate,
+			MatchConditions:         onlyTPU,
 			FailurePolicy:           ptr.To(admissionv1.Fail),
 			SideEffects:             sideEffectsNone,
 			AdmissionReviewVersions: []string{"v1"},
@@ -66,6 +82,15 @@ func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfigur
 			Name:                    "vjobset.kb.io",
 			ClientConfig:            e.clientConfig("/validate-jobset-x-k8s-io-v1alpha2-jobset", ca),
 			Rules:                   jobsetRule(admissionv1.Create, admissionv1.Update),
+			FailurePolicy:           ptr.To(admissionv1.Fail),
+			SideEffects:             sideEffectsNone,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To(int32(10)),
+		}, {
+			Name:                    "vtpujob.multislice.dev",
+			ClientConfig:            e.clientConfig("/validate-batch-v1-job", ca),
+			Rules:                   jobCreate,
+			MatchConditions:         onlyTPU,
 			FailurePolicy:           ptr.To(admissionv1.Fail),
 			SideEffects:             sideEffectsNone,
 			AdmissionReviewVersions: []string{"v1"},

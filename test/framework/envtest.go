@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"io"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/versions"
@@ -44,6 +47,7 @@ func envtestAssets(t testing.TB) string {
 // StartEnv starts the apiserver and the manager with the given feature gates.
 func StartEnv(t testing.TB, gates map[string]bool) *Env {
 	t.Helper()
+	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: envtestAssets(t),
 		CRDDirectoryPaths:     []string{filepath.Join(filepath.Dir(BinDir(t)), "config", "crd", "bases")},

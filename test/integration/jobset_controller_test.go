@@ -75,7 +75,8 @@ func TestJobSetController(t *testing.T) {
 		ns := env.Namespace(t)
 		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 3, 2).
 			Edit(func(js *api.JobSet) {
-				js.Annotations = map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool"}
+				// The node-selector strategy: exclusive placement on pre-labelled nodes.
+				js.Annotations = map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool", api.NodeSelectorStrategyKey: "true"}
 				js.Spec.Coordinator = &api.Coordinator{ReplicatedJob: "driver"}
 			}).Obj())
 		jobs := waitJobs(t, ns, "js", 4)
@@ -106,6 +107,12 @@ func TestJobSetController(t *testing.T) {
 		}
 		if j.Annotations[api.ExclusiveKey] != "cloud.google.com/gke-nodepool" {
 			t.Errorf("exclusive-topology annotation not copied: %v", j.Annotations)
+		}
+		if got := j.Spec.Template.Spec.NodeSelector[api.NamespacedJobKey]; got != ns+"_js-workers-2" {
+			t.Errorf("node-selector strategy: nodeSelector %s=%q, want %q", api.NamespacedJobKey, got, ns+"_js-workers-2")
+		}
+		if tol := j.Spec.Template.Spec.Tolerations; len(tol) != 1 || tol[0].Key != api.NoScheduleTaintKey {
+			t.Errorf("node-selector strategy: tolerations %+v", tol)
 		}
 		if j.Spec.Template.Spec.Subdomain != "js" || ptr.Deref(j.Spec.Suspend, true) {
 			t.Errorf("subdomain %q suspend %v", j.Spec.Template.Spec.Subdomain, j.Spec.Suspend)

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,16 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/test/framework"
 )
+
+// tpuSlices makes replicated job 1 (2 replicas of 2 pods) a v4 TPU slice.
+func tpuSlices(js *api.JobSet, topology, chips string, backoff int32) {
+	spec := &js.Spec.ReplicatedJobs[1].Template.Spec
+	spec.BackoffLimit = ptr.To(backoff)
+	spec.Template.Spec.NodeSelector = map[string]string{
+		"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": topology,
+	}
+	spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"google.com/tpu": resource.MustParse(chips)}
+}
 
 func TestJobSetWebhook(t *testing.T) {
 	env := framework.StartEnv(t, nil)
@@ -140,6 +151,14 @@ func TestJobSetWebhook(t *testing.T) {
 			js.Spec.FailurePolicy = &api.FailurePolicy{RestartStrategy: "Sometimes"}
 		}, "spec.failurePolicy.restartStrategy", "supported values"},
 		{"bad success operator", func(js *api.JobSet) { js.Spec.SuccessPolicy = &api.SuccessPolicy{Operator: "Most"} }, "spec.successPolicy.operator", "supported values"},
+		{"TPU parallelism", func(js *api.JobSet) { tpuSlices(js, "2x2x4", "4", 0) }, "spec.replicatedJobs[1].template.spec.parallelism", "has 4 hosts: set parallelism to 4"},
+		{"TPU chips", func(js *api.JobSet) { tpuSlices(js, "2x2x2", "8", 0) }, "limits[google.com/tpu]", "request google.com/tpu: 4"},
+		{"TPU backoffLimit", func(js *api.JobSet) { tpuSlices(js, "2x2x2", "4", 2) }, "spec.replicatedJobs[1].template.spec.backoffLimit", "needs backoffLimit: 0"},
+		{"TPU single-host multislice", func(js *api.JobSet) {
+			tpuSlices(js, "2x2x1", "4", 0)
+			js.Spec.ReplicatedJobs[1].Template.Spec.Parallelism, js.Spec.ReplicatedJobs[1].Template.Spec.Completions = ptr.To(int32(1)), ptr.To(int32(1))
+		}, "nodeSelector[cloud.google.com/gke-tpu-topology]", "cannot use single-host slices"},
+		{"TPU pair", func(js *api.JobSet) { tpuSlices(js, "4x4", "4", 0) }, "nodeSelector[cloud.google.com/gke-tpu-topology]", "v4 topologies have 3 dimensions"},
 		{"negative ttl", func(js *api.JobSet) { js.Spec.TTLSecondsAfterFinished = ptr.To(int32(-1)) }, "spec.ttlSecondsAfterFinished", "greater than or equal to 0"},
 	}
 	for _, r := range refusals {

@@ -10,6 +10,7 @@ import (
 	"github.com/multislice/multislice/internal/cli/nodepool"
 	"github.com/multislice/multislice/internal/cli/status"
 	"github.com/multislice/multislice/internal/cli/up"
+	"github.com/multislice/multislice/internal/cli/workload"
 )
 
 // NewCmdRoot is `multislice`.
@@ -30,6 +31,6 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.Err)
 	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f))
+		manager.NewCmdManager(f), workload.NewCmdWorkload(f))
 	return cmd
 }

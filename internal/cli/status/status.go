@@ -15,12 +15,27 @@ import (
 
 // NewCmdStatus is `multislice status`.
 func NewCmdStatus(f *cli.Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status",
-		Short: "Show the local cluster's components, their memory, and the fleet",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return Run(cmd.Context(), f) },
+	var ns, output string
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "status [JOBSET]",
+		Short: "Show the local cluster (components, memory, fleet), or one JobSet's slices x workers",
+		Example: `  multislice status                     the local cluster
+  multislice status multislice-job      slices x workers, conditions, recent events
+  multislice status multislice-job -w   follow it
+  multislice status multislice-job -o json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return RunJobSet(cmd.Context(), f, ns, args[0], output, watch)
+			}
+			return Run(cmd.Context(), f)
+		},
 	}
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the JobSet")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json for scripts")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "redraw every two seconds")
+	return cmd
 }
 
 // Run prints components, then node pools and multislice groups.

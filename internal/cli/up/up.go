@@ -129,6 +129,9 @@ func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg 
 	if err != nil {
 		return err
 	}
+	if err := install.PriorityClasses(ctx, r.Client); err != nil {
+		return err
+	}
 	if !opts.NoManager {
 		exe, err := os.Executable()
 		if err != nil {

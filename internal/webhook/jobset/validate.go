@@ -16,6 +16,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/naming"
+	"github.com/multislice/multislice/internal/webhook/tpu"
 )
 
 // Gates are the alpha features admission allows.
@@ -60,7 +61,9 @@ func ValidateCreate(js *api.JobSet, gates Gates) field.ErrorList {
 		errs = append(errs, validateManagedBy(*m, spec.Child("managedBy"))...)
 	}
 	for i, rj := range js.Spec.ReplicatedJobs {
-		errs = append(errs, validateReplicatedJob(js, name, i, &rj, spec.Child("replicatedJobs").Index(i))...)
+		p := spec.Child("replicatedJobs").Index(i)
+		errs = append(errs, validateReplicatedJob(js, name, i, &rj, p)...)
+		errs = append(errs, tpu.ValidateJobSpec(&rj.Template.Spec, int(rj.Replicas), p.Child("template", "spec"))...)
 	}
 	if sp := js.Spec.SuccessPolicy; sp != nil {
 		for i, t := range sp.TargetReplicatedJobs {

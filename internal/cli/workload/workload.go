@@ -1,0 +1,156 @@
+// Package workload implements `multislice workload create|list|delete`.
+package workload
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/workload"
+)
+
+// NewCmdWorkload is `multislice workload`.
+func NewCmdWorkload(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "workload", Short: "Create, list and delete multislice workloads (JobSets)"}
+	cmd.AddCommand(newCmdCreate(f), newCmdList(f), newCmdDelete(f))
+	return cmd
+}
+
+type createOptions struct {
+	spec   workload.Spec
+	dryRun bool
+	output string
+}
+
+func newCmdCreate(f *cli.Factory) *cobra.Command {
+	o := &createOptions{}
+	cmd := &cobra.Command{
+		Use:   "create NAME --tpu-type=v4-16 --num-slices=4 --command='...'",
+		Short: "Write a multislice JobSet and submit it (or print it with --dry-run -o yaml)",
+		Example: `  multislice workload create train --tpu-type=v4-16 --num-slices=4 --command='python train.py'
+  multislice workload create train --tpu-type=v5litepod-16 --num-slices=2 --command='python train.py' --dry-run -o yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.spec.Name = args[0]
+			return runCreate(cmd.Context(), f, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.spec.TPUType, "tpu-type", "", "TPU type of each slice, e.g. v4-16, v5litepod-16, v5p-32, v6e-16 (required)")
+	fl.IntVar(&o.spec.Slices, "num-slices", 1, "number of slices")
+	fl.StringVar(&o.spec.Command, "command", "", "command run by bash -c in every worker (required)")
+	fl.StringVar(&o.spec.Image, "image", "python:3.12", "container image")
+	fl.Int32Var(&o.spec.MaxRestarts, "max-restarts", 0, "restarts of the whole workload before it fails")
+	fl.StringVar(&o.spec.Priority, "priority", "", "PriorityClass: very-low, low, medium, high, very-high")
+	fl.StringToStringVar(&o.spec.Env, "env", nil, "environment variables, e.g. --env=STEPS=1000,LR=0.1")
+	fl.Int64Var(&o.spec.GracePeriod, "termination-grace-period-seconds", 30, "how long pods get to stop on a restart")
+	fl.StringVarP(&o.spec.Namespace, "namespace", "n", "default", "namespace")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "print the JobSet instead of creating it")
+	fl.StringVarP(&o.output, "output", "o", "", "output format of --dry-run: yaml (default) or json")
+	_ = cmd.MarkFlagRequired("tpu-type")
+	return cmd
+}
+
+func runCreate(ctx context.Context, f *cli.Factory, o *createOptions) error {
+	js, err := workload.Build(o.spec)
+	if err != nil {
+		return err
+	}
+	if o.dryRun {
+		if o.output != "" && o.output != "yaml" && o.output != "json" {
+			return fmt.Errorf("-o %q: use yaml or json", o.output)
+		}
+		data, err := yaml.Marshal(js)
+		if o.output == "json" {
+			data, err = yaml.YAMLToJSON(data)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = f.Out.Write(data)
+		return err
+	}
+	c, err := newClient(f)
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, js); err != nil {
+		return fmt.Errorf("create workload %s: %w", js.Name, err)
+	}
+	fmt.Fprintf(f.Out, "workload %s created: %d x %s slices. Follow it with: multislice status %s -w\n",
+		js.Name, o.spec.Slices, o.spec.TPUType, js.Name)
+	return nil
+}
+
+func newClient(f *cli.Factory) (client.Client, error) {
+	cfg, err := f.WorkloadConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: manager.Scheme()})
+}
+
+func newCmdList(f *cli.Factory) *cobra.Command {
+	var ns string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List workloads with their state and restarts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := newClient(f)
+			if err != nil {
+				return err
+			}
+			var list api.JobSetList
+			if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tSLICES\tSTATE\tRESTARTS\tAGE")
+			for _, js := range list.Items {
+				slices := int32(0)
+				for _, rj := range js.Spec.ReplicatedJobs {
+					slices += rj.Replicas
+				}
+				fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\n", js.Name, slices, workload.State(&js), js.Status.Restarts,
+					duration.HumanDuration(time.Since(js.CreationTimestamp.Time)))
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	return cmd
+}
+
+func newCmdDelete(f *cli.Factory) *cobra.Command {
+	var ns string
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a workload, its Jobs and pods",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newClient(f)
+			if err != nil {
+				return err
+			}
+			js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: ns}}
+			if err := c.Delete(cmd.Context(), js, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+				return fmt.Errorf("delete workload %s: %w", args[0], err)
+			}
+			fmt.Fprintf(f.Out, "workload %s deleted\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	return cmd
+}

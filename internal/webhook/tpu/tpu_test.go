@@ -1,0 +1,143 @@
+package tpu
+
+import (
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+func tpuJob(name string, parallelism int32, chips string, sel map[string]string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
+		Spec: batchv1.JobSpec{
+			CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(parallelism), Completions: ptr.To(parallelism),
+			BackoffLimit: ptr.To(int32(0)),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Subdomain: "svc", NodeSelector: sel,
+				Containers: []corev1.Container{
+					{Name: "tpu", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse(chips)}}},
+					{Name: "sidecar"},
+				},
+			}},
+		},
+	}
+}
+
+var v4x2 = map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2"}
+
+func env(c corev1.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			out[e.Name] = "field:" + e.ValueFrom.FieldRef.FieldPath
+		} else {
+			out[e.Name] = e.Value
+		}
+	}
+	return out
+}
+
+func TestInjectJobSetChild(t *testing.T) {
+	j := tpuJob("multislice-job-slice-2", 2, "4", v4x2)
+	j.Labels["jobset.sigs.k8s.io/jobset-name"] = "multislice-job"
+	j.Labels["jobset.sigs.k8s.io/replicatedjob-name"] = "slice"
+	j.Spec.Template.Spec.Subdomain = "multislice-job"
+	j.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TPU_TOPOLOGY", Value: "mine"}}
+	if !Inject(j) {
+		t.Fatal("nothing injected")
+	}
+	got := env(j.Spec.Template.Spec.Containers[0])
+	want := map[string]string{
+		"TPU_WORKER_ID":                 "field:metadata.annotations['batch.kubernetes.io/job-completion-index']",
+		"TPU_WORKER_HOSTNAMES":          "multislice-job-slice-2-0.multislice-job,multislice-job-slice-2-1.multislice-job",
+		"MEGASCALE_NUM_SLICES":          "field:metadata.annotations['jobset.sigs.k8s.io/replicatedjob-replicas']",
+		"MEGASCALE_SLICE_ID":            "field:metadata.annotations['jobset.sigs.k8s.io/job-index']",
+		"MEGASCALE_COORDINATOR_ADDRESS": "multislice-job-slice-0-0.multislice-job",
+		"JOBSET_RESTART_ATTEMPT":        "field:metadata.annotations['jobset.sigs.k8s.io/restart-attempt']",
+		"TPU_ACCELERATOR_TYPE":          "v4-16",
+		"TPU_TOPOLOGY":                  "mine", // the user's value stays
+		"TPU_CHIPS_PER_HOST_BOUNDS":     "2,2,1",
+		"TPU_HOST_BOUNDS":               "1,1,2",
+		"TPU_TOPOLOGY_WRAP":             "false,false,false",
+		"TPU_SKIP_MDS_QUERY":            "true",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("injected %d variables, want %d: %v", len(got), len(want), got)
+	}
+	if n := len(j.Spec.Template.Spec.Containers[1].Env); n != 0 {
+		t.Errorf("the container without TPUs got %d variables", n)
+	}
+	if Inject(j) {
+		t.Error("a second Inject changed the Job again")
+	}
+}
+
+func TestInjectPlainIndexedJob(t *testing.T) {
+	j := tpuJob("train", 4, "4", map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice", "cloud.google.com/gke-tpu-topology": "4x4"})
+	Inject(j)
+	got := env(j.Spec.Template.Spec.Containers[0])
+	if got["TPU_WORKER_HOSTNAMES"] != "train-0.svc,train-1.svc,train-2.svc,train-3.svc" || got["TPU_ACCELERATOR_TYPE"] != "v5litepod-16" || got["TPU_HOST_BOUNDS"] != "2,2,1" {
+		t.Errorf("env = %v", got)
+	}
+	for _, k := range []string{"MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID", "MEGASCALE_COORDINATOR_ADDRESS", "JOBSET_RESTART_ATTEMPT"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("%s injected into a Job that no JobSet owns", k)
+		}
+	}
+	// Without a subdomain or with one pod, no worker list; device variables still come.
+	single := tpuJob("one", 1, "4", v4x2)
+	Inject(single)
+	if got := env(single.Spec.Template.Spec.Containers[0]); got["TPU_WORKER_HOSTNAMES"] != "" || got["TPU_TOPOLOGY"] != "2x2x2" {
+		t.Errorf("single-pod job env = %v", got)
+	}
+}
+
+func TestValidateJobSpec(t *testing.T) {
+	cases := []struct {
+		name   string
+		job    *batchv1.Job
+		slices int
+		want   []string // one substring per expected error; empty = valid
+	}{
+		{"valid v4-16 slice", tpuJob("a", 2, "4", v4x2), 4, nil},
+		{"no TPUs: not checked", func() *batchv1.Job {
+			j := tpuJob("a", 3, "4", v4x2)
+			j.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+			return j
+		}(), 1, nil},
+		{"parallelism and completions", tpuJob("a", 3, "4", v4x2), 1, []string{"spec.parallelism: Invalid value: 3: v4-16 (tpu-v4-podslice 2x2x2) has 2 hosts: set parallelism to 2", "spec.completions: Invalid value: 3: set completions to 2, the hosts of v4-16"}},
+		{"chips", tpuJob("a", 2, "8", v4x2), 1, []string{`spec.template.spec.containers[0].resources.limits[google.com/tpu]: Invalid value: 8: tpu-v4-podslice 2x2x2 has 4 chips per host: request google.com/tpu: 4`}},
+		{"backoff", func() *batchv1.Job { j := tpuJob("a", 2, "4", v4x2); j.Spec.BackoffLimit = ptr.To(int32(3)); return j }(), 4,
+			[]string{"spec.backoffLimit: Invalid value: 3: a multislice workload needs backoffLimit: 0"}},
+		{"single-host multislice", tpuJob("a", 1, "4", map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x1"}), 2,
+			[]string{"cannot use single-host slices (v4-8 is one host)"}},
+		{"bad pair", tpuJob("a", 2, "4", map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x2x2"}), 1,
+			[]string{"v6e topologies have 2 dimensions"}},
+		{"half a selector", tpuJob("a", 2, "4", map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice"}), 1,
+			[]string{"spec.template.spec.nodeSelector: Required value"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			errs := ValidateJobSpec(&c.job.Spec, c.slices, field.NewPath("spec"))
+			if len(errs) != len(c.want) {
+				t.Fatalf("got %d errors %v, want %d", len(errs), errs, len(c.want))
+			}
+			for i, w := range c.want {
+				if !strings.Contains(errs[i].Error(), w) {
+					t.Errorf("error %q does not contain %q", errs[i].Error(), w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package tpu
+
+import (
+	"context"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	jobset "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// MatchTPU is the CEL matchCondition that keeps every Job that requests no
+// TPU away from these webhooks, so an outage of the manager never blocks one.
+const MatchTPU = `object.spec.template.spec.containers.exists(c, has(c.resources) && ` +
+	`((has(c.resources.limits) && 'google.com/tpu' in c.resources.limits) || ` +
+	`(has(c.resources.requests) && 'google.com/tpu' in c.resources.requests)))`
+
+// JobWebhook serves /mutate-batch-v1-job and /validate-batch-v1-job.
+type JobWebhook struct{}
+
+// SetupWithManager registers both webhooks.
+func (w *JobWebhook) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(w).WithValidator(w).Complete()
+}
+
+// Default injects the TPU environment.
+func (w *JobWebhook) Default(_ context.Context, job *batchv1.Job) error {
+	Inject(job)
+	return nil
+}
+
+// ValidateCreate refuses TPU Jobs whose shape cannot work.
+func (w *JobWebhook) ValidateCreate(_ context.Context, job *batchv1.Job) (admission.Warnings, error) {
+	slices := 1
+	if n, err := strconv.Atoi(job.Labels[jobset.ReplicatedJobReplicas]); err == nil && job.Labels[jobset.JobSetNameKey] != "" {
+		slices = n
+	}
+	errs := ValidateJobSpec(&job.Spec, slices, field.NewPath("spec"))
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	return nil, apierrors.NewInvalid(batchv1.SchemeGroupVersion.WithKind("Job").GroupKind(), job.Name, errs)
+}
+
+// ValidateUpdate allows every update: the shape of a Job's pods is immutable.
+func (w *JobWebhook) ValidateUpdate(context.Context, *batchv1.Job, *batchv1.Job) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateDelete allows every deletion.
+func (w *JobWebhook) ValidateDelete(context.Context, *batchv1.Job) (admission.Warnings, error) {
+	return nil, nil
+}

@@ -1,0 +1,158 @@
+// Package workload writes multislice JobSets from a few facts (TPU type,
+// slice count, command), the way xpk does for GKE: one child Job per slice,
+// one pod per host, all chips of each host, exclusive node pools.
+package workload
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/tpu"
+)
+
+// Label marks the JobSets this package writes.
+const Label = "multislice.dev/workload"
+
+// Priorities are the PriorityClasses xpk defines, by name and value.
+var Priorities = map[string]int32{"very-low": 100, "low": 250, "medium": 500, "high": 750, "very-high": 1000}
+
+// Spec is what a user says about a workload.
+type Spec struct {
+	Name, Namespace string
+	TPUType         string // e.g. v4-16, v5litepod-16
+	Slices          int
+	Command         string
+	Image           string
+	MaxRestarts     int32
+	Priority        string // one of Priorities, or "" for none
+	Env             map[string]string
+	// GracePeriod bounds how long pods get to stop on a restart.
+	GracePeriod int64
+}
+
+// Build validates the spec and writes its JobSet. Errors name the flag.
+func Build(s Spec) (*api.JobSet, error) {
+	var errs []string
+	if msgs := validation.IsDNS1035Label(s.Name); len(msgs) > 0 || len(s.Name) > 40 {
+		errs = append(errs, fmt.Sprintf("NAME %q: use at most 40 lowercase letters, digits and '-', starting with a letter", s.Name))
+	}
+	shape, err := tpu.ShapeForType(s.TPUType)
+	if err != nil {
+		errs = append(errs, "--tpu-type: "+err.Error())
+	}
+	if s.Slices < 1 {
+		errs = append(errs, fmt.Sprintf("--num-slices: must be at least 1 (got %d)", s.Slices))
+	} else if err == nil && s.Slices > 1 && !shape.MultiHost() {
+		errs = append(errs, fmt.Sprintf("--num-slices: %s is a single-host slice and cannot form a multislice: use a multi-host type such as %s",
+			s.TPUType, biggerType(shape)))
+	}
+	if strings.TrimSpace(s.Command) == "" {
+		errs = append(errs, "--command: required, e.g. --command='python train.py'")
+	}
+	if s.MaxRestarts < 0 {
+		errs = append(errs, "--max-restarts: must not be negative")
+	}
+	if _, ok := Priorities[s.Priority]; s.Priority != "" && !ok {
+		errs = append(errs, fmt.Sprintf("--priority %q: use one of very-low, low, medium, high, very-high", s.Priority))
+	}
+	for k := range s.Env {
+		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Sprintf("--env %q: %s", k, msgs[0]))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	hosts := int32(shape.Hosts)
+	pod := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		HostNetwork:                   true,
+		DNSPolicy:                     corev1.DNSClusterFirstWithHostNet,
+		TerminationGracePeriodSeconds: ptr.To(s.GracePeriod),
+		NodeSelector: map[string]string{
+			gke.AcceleratorLabel: shape.Accelerator,
+			gke.TopologyLabel:    shape.Topology.String(),
+		},
+		Tolerations:       []corev1.Toleration{{Key: gke.TPUTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		PriorityClassName: s.Priority,
+		Containers: []corev1.Container{{
+			Name:    "main",
+			Image:   s.Image,
+			Command: []string{"bash", "-c", s.Command},
+			Env:     envList(s.Env),
+			Ports:   []corev1.ContainerPort{{ContainerPort: 8471}, {ContainerPort: 8080}},
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+				gke.TPUResource: *resource.NewQuantity(int64(shape.ChipsPerHost), resource.DecimalSI),
+			}},
+		}},
+	}
+	return &api.JobSet{
+		TypeMeta: metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: "JobSet"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: s.Namespace,
+			Labels:      map[string]string{Label: s.Name},
+			Annotations: map[string]string{api.ExclusiveKey: gke.NodePoolLabel},
+		},
+		Spec: api.JobSetSpec{
+			FailurePolicy: &api.FailurePolicy{MaxRestarts: s.MaxRestarts},
+			ReplicatedJobs: []api.ReplicatedJob{{
+				Name: "slice", Replicas: int32(s.Slices),
+				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+					Parallelism: ptr.To(hosts), Completions: ptr.To(hosts), BackoffLimit: ptr.To(int32(0)),
+					CompletionMode: ptr.To(batchv1.IndexedCompletion),
+					Template:       corev1.PodTemplateSpec{Spec: pod},
+				}},
+			}},
+		},
+	}, nil
+}
+
+func envList(m map[string]string) []corev1.EnvVar {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]corev1.EnvVar, len(keys))
+	for i, k := range keys {
+		out[i] = corev1.EnvVar{Name: k, Value: m[k]}
+	}
+	return out
+}
+
+func biggerType(s tpu.Shape) string {
+	for _, topo := range s.Generation.Topologies() {
+		if m, err := tpu.NewShape(s.Accelerator, topo, ""); err == nil && m.MultiHost() {
+			return m.AcceleratorType()
+		}
+	}
+	return "a larger slice"
+}
+
+// State sums a JobSet up in one word.
+func State(js *api.JobSet) string {
+	switch {
+	case js.Status.TerminalState != "":
+		return js.Status.TerminalState
+	case ptr.Deref(js.Spec.Suspend, false):
+		return "Suspended"
+	}
+	if c := meta.FindStatusCondition(js.Status.Conditions, "TopologyAssigned" /* placement's condition */); c != nil && c.Status == metav1.ConditionFalse {
+		return "Waiting"
+	}
+	if c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetRestartingJobSet)); c != nil && c.Status == metav1.ConditionTrue {
+		return "Restarting"
+	}
+	return "Running"
+}

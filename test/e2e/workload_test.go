@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// TestWorkloadShapes: `workload create --dry-run -o yaml` for v4, v5e, v5p
+// and v6e shapes applies cleanly and runs on a matching simulated fleet;
+// `status NAME` shows slices x workers; `workload list|delete` work.
+func TestWorkloadShapes(t *testing.T) {
+	framework.RequireE2E(t)
+	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleetFile, []byte(`apiVersion: multislice.dev/v1alpha1
+kind: Fleet
+groups:
+- {name: v4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2}
+- {name: v5e, accelerator: tpu-v5-lite-podslice, topology: 4x4, slices: 2}
+- {name: v5p, accelerator: tpu-v5p-slice, topology: 2x2x4, slices: 2}
+- {name: v6e, accelerator: tpu-v6e-slice, topology: 4x4, slices: 2}
+pools:
+- {name: default-pool, machineType: e2-standard-8, numNodes: 1}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := framework.StartCluster(t, "--fleet", fleetFile)
+	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	shapes := []struct {
+		name, tpuType string
+		pods          int
+	}{
+		{"w-v4", "v4-16", 4}, {"w-v5e", "v5litepod-16", 8}, {"w-v5p", "v5p-32", 8}, {"w-v6e", "v6e-16", 8},
+	}
+	for _, s := range shapes {
+		out := c.MustRun("workload", "create", s.name, "--tpu-type="+s.tpuType, "--num-slices=2",
+			"--command=python train.py", "--priority=high", "--env=STEPS=10", "--dry-run", "-o", "yaml")
+		var js api.JobSet
+		if err := yaml.UnmarshalStrict([]byte(out), &js); err != nil {
+			t.Fatalf("%s: dry-run output is not a JobSet: %v\n%s", s.tpuType, err, out)
+		}
+		js.Namespace = "default"
+		if err := cl.Create(ctx, &js); err != nil {
+			t.Fatalf("%s: generated JobSet refused: %v", s.tpuType, err)
+		}
+	}
+	for _, s := range shapes {
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			pods, _ := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + s.name})
+			n := 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning {
+					n++
+				}
+			}
+			return n == s.pods, fmt.Sprintf("%s: %d of %d pods Running", s.tpuType, n, s.pods)
+		})
+	}
+
+	out := c.MustRun("status", "w-v5e")
+	for _, want := range []string{"slice-0", "slice-1", "v5e-np-", "Running", "TopologyAssigned"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status w-v5e lacks %q:\n%s", want, out)
+		}
+	}
+	var doc struct {
+		Slices []struct {
+			Job, Domain string
+			Workers     []struct{ Index int; Node, Phase string }
+		}
+	}
+	if err := json.Unmarshal([]byte(c.MustRun("status", "w-v5e", "-o", "json")), &doc); err != nil {
+		t.Fatalf("status -o json: %v", err)
+	}
+	if len(doc.Slices) != 2 || len(doc.Slices[0].Workers) != 4 || doc.Slices[0].Domain == doc.Slices[1].Domain {
+		t.Errorf("status -o json: %+v", doc)
+	}
+	out = c.MustRun("workload", "list")
+	if !strings.Contains(out, "w-v6e") || !strings.Contains(out, "Running") {
+		t.Errorf("workload list:\n%s", out)
+	}
+	c.MustRun("workload", "delete", "w-v6e")
+	out, err = c.Run("workload", "create", "bad", "--tpu-type=v4-8", "--num-slices=2", "--command=x")
+	if err == nil || !strings.Contains(out, "--num-slices: v4-8 is a single-host slice and cannot form a multislice: use a multi-host type such as v4-16") {
+		t.Errorf("single-host multislice: err=%v\n%s", err, out)
+	}
+}
