@@ -84,7 +84,10 @@ pools:
 	var doc struct {
 		Slices []struct {
 			Job, Domain string
-			Workers     []struct{ Index int; Node, Phase string }
+			Workers     []struct {
+				Index       int
+				Node, Phase string
+			}
 		}
 	}
 	if err := json.Unmarshal([]byte(c.MustRun("status", "w-v5e", "-o", "json")), &doc); err != nil {

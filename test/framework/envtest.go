@@ -2,9 +2,9 @@ package framework
 
 import (
 	"context"
-	"io"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
