@@ -3,22 +3,26 @@ package cloud
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/slicehealth"
 )
 
 // PoolStatus is a pool with the state of its nodes.
 type PoolStatus struct {
 	fleet.Resolved
 	Present, Ready int
+	// Problem says why the slice is unhealthy ("" when healthy).
+	Problem string
 }
 
-// Healthy: every host of the slice exists and is Ready.
-func (p PoolStatus) Healthy() bool { return p.Ready == p.Nodes }
+// Healthy: every host of the slice exists, is Ready and in service.
+func (p PoolStatus) Healthy() bool { return p.Problem == "" }
 
 // GroupStatus is a multislice group with the health of its slices.
 type GroupStatus struct {
@@ -47,17 +51,21 @@ func (c *Cloud) Status(ctx context.Context) ([]PoolStatus, []GroupStatus, error)
 // Summarize is the pure part of Status.
 func Summarize(pools []fleet.Resolved, nodes []corev1.Node, keys fleet.GroupLabels) ([]PoolStatus, []GroupStatus, error) {
 	present, ready := map[string]int{}, map[string]int{}
+	byPool := map[string][]corev1.Node{}
 	for _, n := range nodes {
 		pool := n.Labels[gke.NodePoolLabel]
 		present[pool]++
+		byPool[pool] = append(byPool[pool], n)
 		if NodeReady(&n) {
 			ready[pool]++
 		}
 	}
 	statuses := make([]PoolStatus, len(pools))
 	byName := map[string]PoolStatus{}
+	now := time.Now()
 	for i, p := range pools {
-		statuses[i] = PoolStatus{Resolved: p, Present: present[p.Name], Ready: ready[p.Name]}
+		_, problem := slicehealth.Diagnose(byPool[p.Name], p.Nodes, 0, now)
+		statuses[i] = PoolStatus{Resolved: p, Present: present[p.Name], Ready: ready[p.Name], Problem: problem}
 		byName[p.Name] = statuses[i]
 	}
 	groups, err := fleet.Groups(pools, keys)

@@ -42,3 +42,13 @@ func (r *Running) StartManager(ctx context.Context, exe string) error {
 	ready := httpOK("http://127.0.0.1:"+strconv.Itoa(probe)+"/readyz", nil)
 	return r.WaitFor(ctx, "multislice-manager", 60*time.Second, ready)
 }
+
+// StartRepairer runs `multislice cloud-repair` (the binary at exe), the
+// simulated cloud's slice repair, as one more component.
+func (r *Running) StartRepairer(exe string, delay time.Duration) error {
+	args := []string{"cloud-repair", "--delay=" + delay.String()}
+	if err := r.launch("cloud-repair", exe, args); err != nil {
+		return err
+	}
+	return nil
+}

@@ -30,6 +30,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/slicehealth"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
 	tpuwebhook "github.com/multislice/multislice/internal/webhook/tpu"
 )
@@ -50,6 +51,8 @@ type Options struct {
 	Burst        int
 	// GroupLabel and GroupSizeLabel name the multislice-group node labels.
 	GroupLabel, GroupSizeLabel string
+	// SliceGrace is how long a host may be NotReady before its slice fails.
+	SliceGrace time.Duration
 	// SkipNameValidation lets several managers run in one process (tests).
 	SkipNameValidation bool
 }
@@ -119,6 +122,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	if err := (&tpuwebhook.JobWebhook{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	monitor := &slicehealth.Monitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-health"),
+		Grace: o.SliceGrace, Interval: 500 * time.Millisecond}
+	if err := mgr.Add(monitor); err != nil {
 		return err
 	}
 	if err := mgr.Add(&certRenewer{client: clientset, options: o}); err != nil {

@@ -15,6 +15,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// AssignedDomainAnnotation on a child Job names the topology domain (e.g.
+// the node pool) placement gave it.
+const AssignedDomainAnnotation = "multislice.dev/assigned-domain"
+
 // Node is what placement needs to know about one node.
 type Node struct {
 	Name   string

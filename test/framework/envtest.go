@@ -73,7 +73,7 @@ func StartEnv(t testing.TB, gates map[string]bool) *Env {
 	go func() {
 		defer close(done)
 		runErr = manager.Run(ctx, cfg, manager.Options{
-			SkipNameValidation: true, GroupLabel: "MultisliceGroup", GroupSizeLabel: "MultisliceGroupSize",
+			SkipNameValidation: true, GroupLabel: "MultisliceGroup", GroupSizeLabel: "MultisliceGroupSize", SliceGrace: 10 * time.Second,
 			Namespace: "multislice-system", MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 			ProbeAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), WebhookHost: "127.0.0.1", WebhookPort: ports[0],
 			CertDir:      t.TempDir(),

@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/chaos"
 	"github.com/multislice/multislice/internal/cli/down"
 	"github.com/multislice/multislice/internal/cli/manager"
 	"github.com/multislice/multislice/internal/cli/nodepool"
@@ -31,6 +32,6 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.Err)
 	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f), workload.NewCmdWorkload(f))
+		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f))
 	return cmd
 }

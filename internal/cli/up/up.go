@@ -30,6 +30,8 @@ type Options struct {
 	// NoManager leaves the Multislice manager out (a plain control plane,
 	// e.g. to measure what upstream behaviour alone does).
 	NoManager bool
+	// RepairDelay is how long the simulated cloud takes to recreate a broken slice.
+	RepairDelay time.Duration
 }
 
 // NewCmdUp is `multislice up`.
@@ -60,6 +62,7 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	cmd.Flags().IntVar(&opts.APIServerPort, "apiserver-port", 0, "port of kube-apiserver on 127.0.0.1 (0 picks a free one)")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 3*time.Minute, "give up if the fleet is not Ready by then")
 	cmd.Flags().Bool("print-default-fleet", false, "print the default fleet config and exit")
+	cmd.Flags().DurationVar(&opts.RepairDelay, "repair-delay", 10*time.Second, "time the simulated cloud takes to recreate a broken slice")
 	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "do not install the JobSet CRD or start the Multislice manager")
 	return cmd
 }
@@ -147,6 +150,13 @@ func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg 
 	}
 	fmt.Fprintf(out, "creating the fleet: %d node pools, %d nodes\n", len(pools), want)
 	if err := c.Provision(ctx, pools); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := r.StartRepairer(exe, opts.RepairDelay); err != nil {
 		return err
 	}
 	ready := 0

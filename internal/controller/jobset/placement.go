@@ -22,9 +22,6 @@ import (
 )
 
 const (
-	// AssignedDomainAnnotation on a child Job names the topology domain
-	// (e.g. the node pool) placement gave it.
-	AssignedDomainAnnotation = "multislice.dev/assigned-domain"
 	// TopologyAssigned is the JobSet condition that reports placement.
 	TopologyAssigned api.JobSetConditionType = "TopologyAssigned"
 	// waitingRequeue is how often a waiting JobSet looks for capacity.
@@ -93,6 +90,9 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 	if len(jobs) == 0 {
 		return nil
 	}
+	// Assign every Job of the attempt at once, including those still waiting
+	// for their previous incarnation to go: a restart is a gang too.
+	all := append(append([]*batchv1.Job(nil), jobs...), plan.Pending...)
 	priority, err := p.priority(ctx, js)
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 	if p.held == nil {
 		p.held, p.waiting = map[types.NamespacedName]map[string]string{}, map[types.NamespacedName]waiter{}
 	}
-	req := p.request(js, key, jobs)
+	req := p.request(js, key, all)
 	p.markHolders(domains)
 	me := waiter{key: key, priority: priority, created: js.CreationTimestamp.Time, request: req}
 	result := placement.Assign(req, domains)
@@ -127,11 +127,13 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 		if p.held[name] == nil {
 			p.held[name] = map[string]string{}
 		}
+		for _, j := range all {
+			p.held[name][j.Name] = result.Domains[j.Name]
+		}
 		for _, j := range jobs {
 			d := result.Domains[j.Name]
-			p.held[name][j.Name] = d
 			j.Spec.Template.Spec.NodeSelector = merge(j.Spec.Template.Spec.NodeSelector, map[string]string{key: d})
-			j.Annotations = merge(j.Annotations, map[string]string{AssignedDomainAnnotation: d})
+			j.Annotations = merge(j.Annotations, map[string]string{placement.AssignedDomainAnnotation: d})
 		}
 		e.set(TopologyAssigned, metav1.ConditionTrue, "DomainsAssigned",
 			fmt.Sprintf("each child Job has its own %s: %s", key, summary(p.held[name])), corev1.EventTypeNormal)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/naming"
 )
 
 // Observed is everything a reconcile reads before it decides.
@@ -37,6 +38,10 @@ type Plan struct {
 	Events []Event
 
 	Create []*batchv1.Job
+	// Pending are Jobs of the current attempt that cannot be created yet
+	// because their previous incarnation is still going away; placement
+	// reserves their domains together with Create, so a restart stays a gang.
+	Pending []*batchv1.Job
 	// Delete are removed with foreground propagation (their pods first).
 	Delete []*batchv1.Job
 	// Suspend and Resume change spec.suspend of existing Jobs; Resume also
@@ -91,13 +96,21 @@ func Decide(o Observed) (p Plan) {
 	startable := startable(js, status.ReplicatedJobsStatus, e)
 	blocked := len(c.previous) > 0 && js.Spec.FailurePolicy != nil &&
 		js.Spec.FailurePolicy.RestartStrategy == api.BlockingRecreate
+	previous := map[string]bool{}
+	for _, j := range c.previous {
+		previous[j.Name] = true
+	}
 	for _, id := range identities(js) {
-		if blocked || !startable[id.rjob.Name] {
+		if !startable[id.rjob.Name] {
 			continue
 		}
-		j := constructJob(js, id, o.Gates.RestartJob)
-		if _, exists := c.byName[j.Name]; !exists {
-			p.Create = append(p.Create, j)
+		name := naming.JobName(js.Name, id.rjob.Name, id.index)
+		_, exists := c.byName[name]
+		switch {
+		case !exists && !blocked:
+			p.Create = append(p.Create, constructJob(js, id, o.Gates.RestartJob))
+		case !exists || previous[name]:
+			p.Pending = append(p.Pending, constructJob(js, id, o.Gates.RestartJob))
 		}
 	}
 

@@ -170,7 +170,7 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		return r.Client.Update(ctx, j)
 	}))
 	if p.StatusChanged {
-		before := js.Status.TerminalState
+		before := js.Status.DeepCopy()
 		js.Status = p.Status
 		if err := r.Client.Status().Update(ctx, js); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("update status: %w", err))...)
@@ -178,7 +178,7 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		for _, e := range p.Events {
 			r.event(js, e.Type, e.Reason, e.Message)
 		}
-		metrics.ObserveJobSetStatus(js, before)
+		metrics.ObserveJobSetStatus(js, before, r.now())
 	}
 	if p.DeleteJobSet {
 		err := r.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))

@@ -1,0 +1,121 @@
+// Package chaos implements `multislice chaos`: fault injection into the
+// simulated TPU cloud, and the hidden `multislice cloud-repair` loop that
+// `multislice up` runs to heal slices as GKE does.
+package chaos
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cloud"
+)
+
+// NewCmdChaos is `multislice chaos`.
+func NewCmdChaos(f *cli.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Inject faults into the simulated TPU cloud: maintenance, preempt, fail-host, fail-pod, capacity",
+		Long: `Inject a fault into one node pool (slice) of the local cluster's simulated cloud:
+  maintenance  every host gets cloud.google.com/impending-node-termination and
+               cloud.google.com/active-node-maintenance=ONGOING
+  preempt      the whole slice disappears (spot preemption)
+  fail-host    host 0 of the slice goes NotReady (its kubelet stops)
+  fail-pod     one Running pod on the slice exits with code 1
+The simulated cloud then repairs the slice as GKE does: after the repair delay
+(multislice up --repair-delay) the whole slice is torn down and created anew,
+when capacity allows (see chaos capacity).`,
+	}
+	for _, kind := range []string{cloud.FaultMaintenance, cloud.FaultPreempt, cloud.FaultHost, cloud.FaultPod} {
+		cmd.AddCommand(newCmdFault(f, kind))
+	}
+	cmd.AddCommand(newCmdCapacity(f))
+	return cmd
+}
+
+func newCmdFault(f *cli.Factory, kind string) *cobra.Command {
+	var pool string
+	cmd := &cobra.Command{
+		Use:   kind + " --nodepool NAME",
+		Short: "Inject a " + kind + " fault into a node pool",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if pool == "" {
+				return fmt.Errorf("--nodepool is required: the slice to hit (see multislice nodepool list)")
+			}
+			c, err := open(cmd, f)
+			if err != nil {
+				return err
+			}
+			what, err := c.Inject(cmd.Context(), kind, pool)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(f.Out, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), what)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&pool, "nodepool", "", "node pool to hit")
+	return cmd
+}
+
+func newCmdCapacity(f *cli.Factory) *cobra.Command {
+	var accelerator string
+	var hosts int
+	cmd := &cobra.Command{
+		Use:   "capacity --accelerator tpu-v4-podslice --unavailable N",
+		Short: "Take TPU hosts out of the cloud (N > 0) or give them back (N = 0): repairs wait for capacity",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := open(cmd, f)
+			if err != nil {
+				return err
+			}
+			if err := c.SetUnavailable(cmd.Context(), accelerator, hosts); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.Out, "%d %s hosts unavailable\n", hosts, accelerator)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&accelerator, "accelerator", "tpu-v4-podslice", "cloud.google.com/gke-tpu-accelerator value")
+	cmd.Flags().IntVar(&hosts, "unavailable", 0, "hosts the cloud cannot provide")
+	return cmd
+}
+
+func open(cmd *cobra.Command, f *cli.Factory) (*cloud.Cloud, error) {
+	client, _, err := f.Client()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cloud.Open(cmd.Context(), client)
+	if err != nil {
+		return nil, err
+	}
+	c.Who = "multislice " + cmd.CommandPath()
+	return c, nil
+}
+
+// NewCmdCloudRepair is the hidden `multislice cloud-repair`, one component
+// of the local cluster.
+func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
+	var delay time.Duration
+	cmd := &cobra.Command{
+		Use:    "cloud-repair",
+		Short:  "Repair broken slices of the simulated cloud (run by multislice up)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := open(cmd, f)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(f.Out, "repairing broken slices after %s\n", delay)
+			return (&cloud.Repairer{Cloud: c, Delay: delay, Log: f.Out}).Run(cmd.Context())
+		},
+	}
+	cmd.Flags().DurationVar(&delay, "delay", 10*time.Second, "time from a fault to the slice being recreated")
+	return cmd
+}

@@ -1,0 +1,129 @@
+package cloud
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/multislice/multislice/internal/fleet"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/sim"
+)
+
+// FaultLabel marks a node hit by an injected fault; the repairer heals the
+// whole slice of such a node, as GKE repairs a multi-host slice as one unit.
+const FaultLabel = "multislice.dev/fault"
+
+// Fault kinds, as `multislice chaos` names them.
+const (
+	FaultHost        = "fail-host"
+	FaultMaintenance = "maintenance"
+	FaultPreempt     = "preempt"
+	FaultPod         = "fail-pod"
+)
+
+// Inject applies one fault to a pool and says what it did.
+func (c *Cloud) Inject(ctx context.Context, kind, pool string) (string, error) {
+	pools, err := c.Pools(ctx)
+	if err != nil {
+		return "", err
+	}
+	i := indexOf(pools, pool)
+	if i < 0 {
+		return "", notFound(pool)
+	}
+	p := pools[i]
+	switch kind {
+	case FaultHost:
+		node := fleet.NodeName(pool, 0)
+		return fmt.Sprintf("host %s is NotReady (kwok no longer plays its kubelet)", node), c.failHost(ctx, node)
+	case FaultMaintenance:
+		for n := 0; n < p.Nodes; n++ {
+			if err := c.startMaintenance(ctx, fleet.NodeName(pool, n)); err != nil {
+				return "", err
+			}
+		}
+		return fmt.Sprintf("%d hosts of %s are under maintenance (taint %s, label %s=ONGOING)", p.Nodes, pool, gke.ImpendingTerminationTaint, gke.ActiveMaintenanceLabel), nil
+	case FaultPreempt:
+		if err := c.markBroken(ctx, p.Pool, FaultPreempt); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("slice %s preempted: its %d hosts are gone", pool, p.Nodes), c.deleteNodes(ctx, p)
+	case FaultPod:
+		return c.failPod(ctx, pool)
+	}
+	return "", fmt.Errorf("unknown fault %q: use %s, %s, %s or %s", kind, FaultHost, FaultMaintenance, FaultPreempt, FaultPod)
+}
+
+func (c *Cloud) failHost(ctx context.Context, node string) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null},"labels":{%q:%q}}}`, fleet.KwokNodeAnnotation, FaultLabel, FaultHost)
+	if _, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("fail host %s: %w", node, err)
+	}
+	n, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			n.Status.Conditions[i] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse,
+				Reason: "SimulatedHostFailure", Message: "multislice chaos fail-host", LastTransitionTime: now, LastHeartbeatTime: now}
+		}
+	}
+	_, err = c.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+func (c *Cloud) startMaintenance(ctx context.Context, node string) error {
+	n, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	n.Labels[gke.ActiveMaintenanceLabel] = "ONGOING"
+	n.Labels[FaultLabel] = FaultMaintenance
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: gke.ImpendingTerminationTaint, Effect: corev1.TaintEffectNoSchedule})
+	_, err = c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+// failPod makes one Running pod of the pool exit with code 1 (kwok's pod-exit stage).
+func (c *Cloud) failPod(ctx context.Context, pool string) (string, error) {
+	for n := 0; ; n++ {
+		node := fleet.NodeName(pool, n)
+		if _, err := c.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err != nil {
+			return "", fmt.Errorf("no Running pod on node pool %s", pool)
+		}
+		pods, err := c.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node + ",status.phase=Running"})
+		if err != nil {
+			return "", err
+		}
+		if len(pods.Items) == 0 {
+			continue
+		}
+		p := pods.Items[0]
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+			sim.RunAnnotation: "0s", sim.ExitCodeAnnotation: "1"}}})
+		if _, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("pod %s/%s on %s exits with code 1", p.Namespace, p.Name, node), nil
+	}
+}
+
+// markBroken records on the pool's record that it needs a repair, for
+// faults that leave no node to carry the mark.
+func (c *Cloud) markBroken(ctx context.Context, p fleet.Pool, kind string) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q}}}`, FaultLabel, kind, FaultLabel+"-since", time.Now().UTC().Format(time.RFC3339Nano))
+	_, err := c.client.CoreV1().ConfigMaps(Namespace).Patch(ctx, recordName(p.Name), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return notFound(p.Name)
+	}
+	return err
+}

@@ -1,0 +1,207 @@
+package cloud
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/multislice/multislice/internal/fleet"
+	"github.com/multislice/multislice/internal/gke"
+)
+
+const unavailableKey = "unavailable.json"
+
+// Repairer heals broken slices as GKE does: after Delay the whole slice is
+// torn down and created anew, but only when capacity allows.
+type Repairer struct {
+	Cloud *Cloud
+	Delay time.Duration
+	Log   io.Writer
+
+	brokenSince map[string]time.Time
+	waiting     map[string]bool
+}
+
+// Run repairs until ctx ends.
+func (r *Repairer) Run(ctx context.Context) error {
+	r.brokenSince, r.waiting = map[string]time.Time{}, map[string]bool{}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := r.step(ctx, time.Now()); err != nil {
+				fmt.Fprintf(r.Log, "%s repair: %v\n", time.Now().Format(time.RFC3339), err)
+			}
+		}
+	}
+}
+
+func (r *Repairer) step(ctx context.Context, now time.Time) error {
+	c := r.Cloud
+	records, err := c.client.CoreV1().ConfigMaps(Namespace).List(ctx, metav1.ListOptions{LabelSelector: PoolLabel})
+	if err != nil {
+		return err
+	}
+	marked := map[string]bool{}
+	for _, cm := range records.Items {
+		if cm.Annotations[FaultLabel] != "" {
+			marked[cm.Labels[PoolLabel]] = true
+		}
+	}
+	pools, nodes, err := c.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	unavailable, err := c.Unavailable(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pools {
+		broken := marked[p.Name] || len(nodes[p.Name]) < p.Nodes
+		for _, n := range nodes[p.Name] {
+			broken = broken || n.Labels[FaultLabel] != ""
+		}
+		if !broken {
+			delete(r.brokenSince, p.Name)
+			continue
+		}
+		since, ok := r.brokenSince[p.Name]
+		if !ok {
+			since, r.brokenSince[p.Name] = now, now
+		}
+		if now.Sub(since) < r.Delay {
+			continue
+		}
+		if free := r.free(p, pools, unavailable); free < p.Nodes {
+			if !r.waiting[p.Name] {
+				fmt.Fprintf(r.Log, "%s repair of %s waits for capacity: needs %d %s hosts, %d available\n", now.Format(time.RFC3339), p.Name, p.Nodes, p.Accelerator, free)
+				r.waiting[p.Name] = true
+			}
+			continue
+		}
+		if err := r.recreate(ctx, p); err != nil {
+			return fmt.Errorf("repair %s: %w", p.Name, err)
+		}
+		fmt.Fprintf(r.Log, "%s repaired slice %s: %d hosts recreated after %s\n", now.Format(time.RFC3339), p.Name, p.Nodes, now.Sub(since).Round(time.Second))
+		delete(r.brokenSince, p.Name)
+		delete(r.waiting, p.Name)
+	}
+	return nil
+}
+
+// free is how many hosts of p's accelerator the cloud can give p now.
+func (r *Repairer) free(p fleet.Resolved, pools []fleet.Resolved, unavailable map[string]int) int {
+	if p.Shape == nil {
+		return p.Nodes
+	}
+	used := 0
+	for _, o := range pools {
+		if o.Name != p.Name && o.Accelerator == p.Accelerator {
+			used += o.Nodes
+		}
+	}
+	return r.Cloud.Settings.Quota[p.Accelerator] - unavailable[p.Accelerator] - used
+}
+
+// recreate tears the whole slice down and creates it again, fresh. Pods
+// bound to the old hosts go with them (the pod garbage collector would
+// remove them, later): a repaired host never resumes an old pod.
+func (r *Repairer) recreate(ctx context.Context, p fleet.Resolved) error {
+	c := r.Cloud
+	for i := 0; i < p.Nodes; i++ {
+		pods, err := c.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + fleet.NodeName(p.Name, i)})
+		if err != nil {
+			return err
+		}
+		for _, pod := range pods.Items {
+			err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	if err := c.deleteNodes(ctx, p); err != nil {
+		return err
+	}
+	for i := 0; i < 100; i++ {
+		_, nodes, err := c.snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		if len(nodes[p.Name]) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := c.createNodes(ctx, []fleet.Resolved{p}); err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}}}`, FaultLabel, FaultLabel+"-since")
+	_, err := c.client.CoreV1().ConfigMaps(Namespace).Patch(ctx, recordName(p.Name), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+func (c *Cloud) snapshot(ctx context.Context) ([]fleet.Resolved, map[string][]corev1.Node, error) {
+	pools, err := c.Pools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: gke.NodePoolLabel})
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes := map[string][]corev1.Node{}
+	for _, n := range list.Items {
+		nodes[n.Labels[gke.NodePoolLabel]] = append(nodes[n.Labels[gke.NodePoolLabel]], n)
+	}
+	return pools, nodes, nil
+}
+
+// Unavailable is how many hosts per accelerator the cloud has lost (chaos
+// capacity): repairs and new pools cannot use them.
+func (c *Cloud) Unavailable(ctx context.Context) (map[string]int, error) {
+	cm, err := c.client.CoreV1().ConfigMaps(Namespace).Get(ctx, settingsMap, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	if data := cm.Data[unavailableKey]; data != "" {
+		if err := json.Unmarshal([]byte(data), &out); err != nil {
+			return nil, fmt.Errorf("%s in %s/%s is damaged: %w", unavailableKey, Namespace, settingsMap, err)
+		}
+	}
+	return out, nil
+}
+
+// SetUnavailable takes hosts of an accelerator out of (or back into) the cloud.
+func (c *Cloud) SetUnavailable(ctx context.Context, accelerator string, hosts int) error {
+	if hosts < 0 {
+		return fmt.Errorf("--unavailable must not be negative (got %d)", hosts)
+	}
+	if _, ok := c.Settings.Quota[accelerator]; !ok {
+		return fmt.Errorf("--accelerator %q: this fleet has no such TPUs", accelerator)
+	}
+	current, err := c.Unavailable(ctx)
+	if err != nil {
+		return err
+	}
+	current[accelerator] = hosts
+	data, _ := json.Marshal(current)
+	patch, _ := json.Marshal(map[string]any{"data": map[string]string{unavailableKey: string(data)}})
+	_, err = c.client.CoreV1().ConfigMaps(Namespace).Patch(ctx, settingsMap, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("no simulated cloud here")
+	}
+	return err
+}

@@ -1,0 +1,61 @@
+// Package slicehealth treats a slice (a node pool) as one unit: one host
+// that is NotReady past a short grace, gone, cordoned for repair, or under
+// maintenance makes the whole slice unhealthy. The Monitor fails the child
+// Job running there at once, so its JobSet restarts every slice on healthy
+// ones, instead of waiting out the 300 s eviction timeout.
+package slicehealth
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/multislice/multislice/internal/gke"
+)
+
+// Diagnose says whether a slice whose hosts are nodes (expected is how many
+// it should have; 0 if unknown) is unhealthy now, and why.
+func Diagnose(nodes []corev1.Node, expected int, grace time.Duration, now time.Time) (bool, string) {
+	sorted := append([]corev1.Node(nil), nodes...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	if len(sorted) == 0 {
+		return true, "every host is gone"
+	}
+	if expected > 0 && len(sorted) < expected {
+		return true, fmt.Sprintf("%d of its %d hosts are gone", expected-len(sorted), expected)
+	}
+	for i := range sorted {
+		n := &sorted[i]
+		if n.DeletionTimestamp != nil {
+			return true, fmt.Sprintf("host %s is being deleted", n.Name)
+		}
+		for _, t := range n.Spec.Taints {
+			if t.Key == gke.ImpendingTerminationTaint {
+				return true, fmt.Sprintf("host %s has an impending termination (taint %s)", n.Name, t.Key)
+			}
+		}
+		if n.Labels[gke.ActiveMaintenanceLabel] == "ONGOING" {
+			return true, fmt.Sprintf("host %s is under maintenance (%s=ONGOING)", n.Name, gke.ActiveMaintenanceLabel)
+		}
+		if n.Spec.Unschedulable {
+			return true, fmt.Sprintf("host %s is cordoned for repair", n.Name)
+		}
+		if since, notReady := notReadySince(n); notReady && now.Sub(since) >= grace {
+			return true, fmt.Sprintf("host %s is NotReady for %s", n.Name, now.Sub(since).Round(time.Second))
+		}
+	}
+	return false, ""
+}
+
+// notReadySince: when the node's Ready condition left True (a missing
+// condition counts as not ready since the node was created).
+func notReadySince(n *corev1.Node) (time.Time, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.LastTransitionTime.Time, c.Status != corev1.ConditionTrue
+		}
+	}
+	return n.CreationTimestamp.Time, true
+}

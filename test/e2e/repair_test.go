@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/placement"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// TestAutoRepair injects each fault into a slice of the seed JobSet (with a
+// spare pool in the group) and measures, for each, the time from the fault
+// to the restart (detection) and to all 8 pods Running again at the next
+// restart attempt, on healthy pools only.
+func TestAutoRepair(t *testing.T) {
+	framework.RequireE2E(t)
+	// The repair comes after the 10 s NotReady grace, so each fault is
+	// detected by the manager, not by the repair tearing the slice down.
+	c, _ := framework.StartCluster(t, "--repair-delay=12s")
+	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	js := seedCopy(t, "multislice-job", "")
+	js.Spec.FailurePolicy.MaxRestarts = 10
+	if err := cl.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, ctx, c, 0, anyName)
+	for attempt, fault := range []string{"fail-pod", "maintenance", "preempt", "fail-host"} {
+		pool := poolOfSlice(t, ctx, c, 1)
+		began := time.Now()
+		out := c.MustRun("chaos", fault, "--nodepool", pool)
+		var detected time.Duration
+		framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+			var got api.JobSet
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
+				return false, err.Error()
+			}
+			if int(got.Status.Restarts) > attempt {
+				detected = time.Since(began)
+				return true, ""
+			}
+			return false, fmt.Sprintf("restarts %d after %s", got.Status.Restarts, fault)
+		})
+		waitRunning(t, ctx, c, attempt+1, anyName)
+		total := time.Since(began)
+		t.Logf("%-11s on %s: restart after %5.2fs, all 8 pods Running at attempt %d after %5.2fs (%s)",
+			fault, pool, detected.Seconds(), attempt+1, total.Seconds(), strings.TrimSpace(out))
+		if fault != "fail-pod" {
+			for s := 0; s < 4; s++ {
+				if p := poolOfSlice(t, ctx, c, s); p == pool {
+					t.Errorf("after %s, slice %d runs on the broken pool %s again", fault, s, pool)
+				}
+			}
+		}
+		if limit := map[bool]time.Duration{true: 12 * time.Second, false: 2 * time.Second}[fault == "fail-host"]; detected > limit {
+			t.Errorf("%s detected after %s", fault, detected)
+		}
+		// Let the simulated cloud repair the pool before the next fault.
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			out := c.MustRun("nodepool", "status", "-l", "MultisliceGroup=multislice-group-1")
+			return strings.Contains(out, "(5 of 4 slices healthy"), out
+		})
+	}
+}
+
+// TestRepairWaitsForCapacity: with no spare pool and no spare capacity, a
+// preempted slice leaves the JobSet waiting with a clear condition; when
+// capacity returns, the slice is recreated and the JobSet runs again.
+func TestRepairWaitsForCapacity(t *testing.T) {
+	framework.RequireE2E(t)
+	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleetFile, []byte(`apiVersion: multislice.dev/v1alpha1
+kind: Fleet
+groups:
+- {name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
+pools:
+- {name: default-pool, machineType: e2-standard-8, numNodes: 1}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := framework.StartCluster(t, "--fleet", fleetFile, "--repair-delay=2s")
+	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	js := seedCopy(t, "multislice-job", "")
+	if err := cl.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, ctx, c, 0, anyName)
+	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=2")
+	pool := poolOfSlice(t, ctx, c, 2)
+	began := time.Now()
+	c.MustRun("chaos", "preempt", "--nodepool", pool)
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		var got api.JobSet
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, "TopologyAssigned")
+		return got.Status.Restarts == 1 && cond != nil && cond.Status == metav1.ConditionFalse &&
+				strings.Contains(cond.Message, "needs 4 free tpu-v4-podslice 2x2x2 pools") && strings.Contains(cond.Message, "has 3"),
+			fmt.Sprintf("restarts %d, conditions %+v", got.Status.Restarts, got.Status.Conditions)
+	})
+	time.Sleep(4 * time.Second) // past the repair delay: still no capacity, still waiting
+	if n := runningPods(t, c, "multislice-job"); n != 0 {
+		t.Fatalf("%d pods Running while the JobSet waits for capacity", n)
+	}
+	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=0")
+	waitRunning(t, ctx, c, 1, anyName)
+	t.Logf("preempted without capacity: all 8 pods Running again %.1fs after the fault (capacity returned after ~%.0fs)",
+		time.Since(began).Seconds(), 4.0)
+	var got api.JobSet
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Restarts != 1 {
+		t.Errorf("restarts = %d, want 1: waiting for capacity must not restart again", got.Status.Restarts)
+	}
+	jobs, _ := c.Client.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{})
+	if len(jobs.Items) != 4 {
+		t.Errorf("%d Jobs, want 4: no Job may be duplicated", len(jobs.Items))
+	}
+}
+
+// poolOfSlice is the node pool placement gave slice i of multislice-job.
+func poolOfSlice(t *testing.T, ctx context.Context, c *framework.Cluster, i int) string {
+	var pool string
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		j, err := c.Client.BatchV1().Jobs("default").Get(ctx, fmt.Sprintf("multislice-job-slice-%d", i), metav1.GetOptions{})
+		if err != nil || j.DeletionTimestamp != nil {
+			return false, fmt.Sprint(err)
+		}
+		pool = j.Annotations[placement.AssignedDomainAnnotation]
+		return pool != "", "no assigned domain yet"
+	})
+	return pool
+}
