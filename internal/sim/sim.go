@@ -12,6 +12,9 @@ const (
 	// ExitCodeAnnotation is the exit code of that exit (default "0"): 0
 	// makes the pod Succeeded, anything else Failed.
 	ExitCodeAnnotation = "multislice.dev/simulate-exit-code"
+	// GracefulStopAnnotation makes a deleted pod take its whole termination
+	// grace period to go, like a process that ignores SIGTERM.
+	GracefulStopAnnotation = "multislice.dev/simulate-graceful-stop"
 	// SimulatedCondition is a pod condition that says, on every pod a
 	// simulated node runs, that no container process actually ran.
 	SimulatedCondition = "multislice.dev/Simulated"

@@ -50,3 +50,12 @@ const (
 // JobSetControllerName is the managedBy value of the built-in controller;
 // a JobSet with any other managedBy is left to that other controller.
 const JobSetControllerName = "jobset.sigs.k8s.io/jobset-controller"
+
+// Multislice's own extensions (not upstream keys).
+const (
+	// RestartGracePeriodAnnotation on a JobSet shortens the termination
+	// grace of the old pods on a restart (seconds, e.g. "0"), for workloads
+	// that checkpoint periodically and need no SIGTERM window. Unset: each
+	// pod keeps its own grace period.
+	RestartGracePeriodAnnotation = "multislice.dev/restart-grace-period-seconds"
+)

@@ -83,6 +83,12 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 	if key == "" {
 		return nil
 	}
+	if ptr.Deref(js.Spec.Suspend, false) {
+		// A suspended JobSet (e.g. queued by Kueue) holds no capacity; it
+		// is placed when it resumes.
+		p.Release(client.ObjectKeyFromObject(js))
+		return nil
+	}
 	if _, nodeSelectorStrategy := js.Annotations[api.NodeSelectorStrategyKey]; nodeSelectorStrategy {
 		return nil // upstream's pre-labelled-nodes strategy: nothing to assign
 	}

@@ -1,6 +1,7 @@
 package jobset
 
 import (
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -44,6 +45,9 @@ type Plan struct {
 	Pending []*batchv1.Job
 	// Delete are removed with foreground propagation (their pods first).
 	Delete []*batchv1.Job
+	// DeletePodsGrace, when set, deletes the pods of Delete first with this
+	// grace period (the RestartGracePeriodAnnotation knob).
+	DeletePodsGrace *int64
 	// Suspend and Resume change spec.suspend of existing Jobs; Resume also
 	// carries the pod-template fields (labels, annotations, nodeSelector,
 	// tolerations, schedulingGates) merged in from the replicated job.
@@ -75,6 +79,9 @@ func Decide(o Observed) (p Plan) {
 		return p
 	}
 	p.Delete = notDeleting(c.previous)
+	if len(p.Delete) > 0 {
+		p.DeletePodsGrace = restartGrace(js)
+	}
 
 	suspended := ptr.Deref(js.Spec.Suspend, false)
 	if !suspended && allReadyOrSucceeded(js, status.ReplicatedJobsStatus) {
@@ -131,6 +138,18 @@ func Decide(o Observed) (p Plan) {
 		e.set(api.JobSetSuspended, metav1.ConditionFalse, api.ResumedReason, api.ResumedMessage, corev1.EventTypeNormal)
 	}
 	return p
+}
+
+func restartGrace(js *api.JobSet) *int64 {
+	v, ok := js.Annotations[api.RestartGracePeriodAnnotation]
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return nil // the webhook refuses such values; ignore them here
+	}
+	return &n
 }
 
 func notDeleting(jobs []*batchv1.Job) []*batchv1.Job {

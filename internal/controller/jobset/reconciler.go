@@ -128,6 +128,14 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 	var errs []error
 	errs = append(errs, r.parallel(ctx, p.Delete, func(j *batchv1.Job) error {
+		if p.DeletePodsGrace != nil {
+			pods := &corev1.Pod{}
+			err := r.Client.DeleteAllOf(ctx, pods, client.InNamespace(j.Namespace),
+				client.MatchingLabels{"job-name": j.Name}, client.GracePeriodSeconds(*p.DeletePodsGrace))
+			if err != nil {
+				return fmt.Errorf("delete pods: %w", err)
+			}
+		}
 		err := r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationForeground))
 		return client.IgnoreNotFound(err)
 	}))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -55,6 +56,12 @@ func ValidateCreate(js *api.JobSet, gates Gates) field.ErrorList {
 		p := spec.Child("network", "subdomain")
 		for _, msg := range append(validation.IsDNS1123Subdomain(n.Subdomain), validation.IsDNS1035Label(n.Subdomain)...) {
 			errs = append(errs, field.Invalid(p, n.Subdomain, msg))
+		}
+	}
+	if v, ok := js.Annotations[api.RestartGracePeriodAnnotation]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(api.RestartGracePeriodAnnotation), v,
+				"must be a whole number of seconds, 0 or more (e.g. \"0\" to stop old pods at once on a restart)"))
 		}
 	}
 	if m := js.Spec.ManagedBy; m != nil {
