@@ -109,10 +109,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	r := &jobsetcontroller.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("jobset-controller"),
-		Placer:   &jobsetcontroller.Placer{Client: mgr.GetClient(), GroupLabel: o.GroupLabel, SizeLabel: o.GroupSizeLabel},
-		Gates:    jobsetcontroller.Gates{RestartJob: o.FeatureGates["RestartJob"]},
+		Client:         mgr.GetClient(),
+		Recorder:       mgr.GetEventRecorder("jobset-controller"),
+		CountsInterval: time.Second,
+		Placer:         &jobsetcontroller.Placer{Client: mgr.GetClient(), GroupLabel: o.GroupLabel, SizeLabel: o.GroupSizeLabel},
+		Gates:          jobsetcontroller.Gates{RestartJob: o.FeatureGates["RestartJob"]},
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return err

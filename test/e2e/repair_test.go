@@ -151,3 +151,44 @@ func poolOfSlice(t *testing.T, ctx context.Context, c *framework.Cluster, i int)
 	})
 	return pool
 }
+
+// TestRestartGrace: pods that take their whole 30 s grace period to stop
+// (simulate-graceful-stop) delay a restart by that much; the opt-in
+// restart-grace-period-seconds knob removes the wait.
+func TestRestartGrace(t *testing.T) {
+	framework.RequireE2E(t)
+	c, _ := framework.StartCluster(t)
+	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, knob := range []bool{false, true} {
+		js := seedCopy(t, "multislice-job", "")
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = map[string]string{"multislice.dev/simulate-graceful-stop": "true"}
+		if knob {
+			js.Annotations[api.RestartGracePeriodAnnotation] = "0"
+		}
+		if err := cl.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, ctx, c, 0, anyName)
+		began := time.Now()
+		c.MustRun("chaos", "fail-pod", "--nodepool", poolOfSlice(t, ctx, c, 0))
+		waitRunning(t, ctx, c, 1, anyName)
+		took := time.Since(began)
+		t.Logf("pods with a 30 s grace, knob %v: all 8 pods Running at the next attempt after %.1fs", knob, took.Seconds())
+		if knob && took > 10*time.Second || !knob && (took < 25*time.Second || took > 45*time.Second) {
+			t.Errorf("knob %v: restart took %s", knob, took)
+		}
+		if err := cl.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground), client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+			pods := scheduledPods(t, c, "")
+			var got api.JobSet
+			gone := cl.Get(ctx, client.ObjectKeyFromObject(js), &got) != nil
+			return pods == 0 && gone, fmt.Sprintf("%d pods left", pods)
+		})
+	}
+}

@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +42,12 @@ type Reconciler struct {
 	// Placer pins the Jobs of exclusive-topology JobSets to domains; nil
 	// leaves placement to the scheduler.
 	Placer *Placer
-	now    func() time.Time
+	// CountsInterval batches status writes that only change Job counts
+	// (replicatedJobsStatus) to one per interval per JobSet: a 1,000-Job
+	// JobSet otherwise writes its status once per Job status change.
+	CountsInterval time.Duration
+	lastWrite      sync.Map // JobSet namespace/name -> time.Time of the last status write
+	now            func() time.Time
 }
 
 // SetupWithManager registers the controller and its index.
@@ -72,8 +79,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var js api.JobSet
 	if err := r.Client.Get(ctx, req.NamespacedName, &js); err != nil {
-		if apierrors.IsNotFound(err) && r.Placer != nil {
-			r.Placer.Release(req.NamespacedName)
+		if apierrors.IsNotFound(err) {
+			r.lastWrite.Delete(req.NamespacedName)
+			if r.Placer != nil {
+				r.Placer.Release(req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -92,10 +102,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	r.batchCounts(&js, &plan)
 	if err := r.act(ctx, &js, &plan); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// batchCounts postpones a status write that changes nothing but counts
+// when the last write was less than CountsInterval ago; the requeue brings
+// it back, so the counts are at most that stale.
+func (r *Reconciler) batchCounts(js *api.JobSet, p *Plan) {
+	if !p.StatusChanged || r.CountsInterval == 0 {
+		return
+	}
+	now := r.now()
+	if last, ok := r.lastWrite.Load(client.ObjectKeyFromObject(js)); ok && onlyCountsChanged(&js.Status, &p.Status) {
+		if wait := r.CountsInterval - now.Sub(last.(time.Time)); wait > 0 {
+			p.StatusChanged = false
+			if p.RequeueAfter == 0 || wait < p.RequeueAfter {
+				p.RequeueAfter = wait
+			}
+			return
+		}
+	}
+	r.lastWrite.Store(client.ObjectKeyFromObject(js), now)
+}
+
+func onlyCountsChanged(old, new *api.JobSetStatus) bool {
+	a, b := old.DeepCopy(), new.DeepCopy()
+	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // ManagedByUs: managedBy is unset or names the built-in controller.
