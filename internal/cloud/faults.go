@@ -23,6 +23,7 @@ const FaultLabel = "multislice.dev/fault"
 // Fault kinds, as `multislice chaos` names them.
 const (
 	FaultHost        = "fail-host"
+	FaultDeleteHost  = "delete-host"
 	FaultMaintenance = "maintenance"
 	FaultPreempt     = "preempt"
 	FaultPod         = "fail-pod"
@@ -43,6 +44,13 @@ func (c *Cloud) Inject(ctx context.Context, kind, pool string) (string, error) {
 	case FaultHost:
 		node := fleet.NodeName(pool, 0)
 		return fmt.Sprintf("host %s is NotReady (kwok no longer plays its kubelet)", node), c.failHost(ctx, node)
+	case FaultDeleteHost:
+		node := fleet.NodeName(pool, 0)
+		if err := c.markBroken(ctx, p.Pool, FaultDeleteHost); err != nil {
+			return "", err
+		}
+		err := c.client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+		return fmt.Sprintf("host %s deleted", node), err
 	case FaultMaintenance:
 		for n := 0; n < p.Nodes; n++ {
 			if err := c.startMaintenance(ctx, fleet.NodeName(pool, n)); err != nil {
@@ -58,7 +66,7 @@ func (c *Cloud) Inject(ctx context.Context, kind, pool string) (string, error) {
 	case FaultPod:
 		return c.failPod(ctx, pool)
 	}
-	return "", fmt.Errorf("unknown fault %q: use %s, %s, %s or %s", kind, FaultHost, FaultMaintenance, FaultPreempt, FaultPod)
+	return "", fmt.Errorf("unknown fault %q: use %s, %s, %s, %s or %s", kind, FaultHost, FaultDeleteHost, FaultMaintenance, FaultPreempt, FaultPod)
 }
 
 func (c *Cloud) failHost(ctx context.Context, node string) error {

@@ -46,9 +46,5 @@ func (r *Running) StartManager(ctx context.Context, exe string) error {
 // StartRepairer runs `multislice cloud-repair` (the binary at exe), the
 // simulated cloud's slice repair, as one more component.
 func (r *Running) StartRepairer(exe string, delay time.Duration) error {
-	args := []string{"cloud-repair", "--delay=" + delay.String()}
-	if err := r.launch("cloud-repair", exe, args); err != nil {
-		return err
-	}
-	return nil
+	return r.launch("cloud-repair", exe, []string{"cloud-repair", "--delay=" + delay.String()})
 }

@@ -53,6 +53,8 @@ type Options struct {
 	GroupLabel, GroupSizeLabel string
 	// SliceGrace is how long a host may be NotReady before its slice fails.
 	SliceGrace time.Duration
+	// NoSliceHealth turns the slice-health monitor off (upstream behaviour).
+	NoSliceHealth bool
 	// SkipNameValidation lets several managers run in one process (tests).
 	SkipNameValidation bool
 }
@@ -127,8 +129,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	monitor := &slicehealth.Monitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-health"),
 		Grace: o.SliceGrace, Interval: 500 * time.Millisecond}
-	if err := mgr.Add(monitor); err != nil {
-		return err
+	if !o.NoSliceHealth {
+		if err := mgr.Add(monitor); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Add(&certRenewer{client: clientset, options: o}); err != nil {
 		return err

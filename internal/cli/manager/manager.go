@@ -52,6 +52,7 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	fl.StringVar(&o.GroupLabel, "group-label", "MultisliceGroup", "node label naming a node pool's multislice group")
 	fl.StringVar(&o.GroupSizeLabel, "group-size-label", "MultisliceGroupSize", "node label giving the size of a multislice group")
 	fl.DurationVar(&o.SliceGrace, "slice-notready-grace", 10*time.Second, "how long one host of a slice may be NotReady before the slice is failed and its JobSet restarted")
+	fl.BoolVar(&o.NoSliceHealth, "no-slice-health", false, "do not fail slices with a broken host (upstream behaviour; for comparisons)")
 	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")
 	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", 500, "client request burst")

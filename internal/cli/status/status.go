@@ -91,13 +91,17 @@ func Run(ctx context.Context, f *cli.Factory) error {
 // PrintPools prints one line per node pool.
 func PrintPools(f *cli.Factory, pools []cloud.PoolStatus) {
 	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODEPOOL\tMACHINE TYPE\tACCELERATOR\tTOPOLOGY\tTPU TYPE\tNODES\tREADY")
+	fmt.Fprintln(w, "NODEPOOL\tMACHINE TYPE\tACCELERATOR\tTOPOLOGY\tTPU TYPE\tNODES\tREADY\tHEALTH")
 	for _, p := range pools {
 		acc, topo, typ := "-", "-", "-"
 		if p.Shape != nil {
 			acc, topo, typ = p.Accelerator, p.Shape.Topology.String(), p.Shape.AcceleratorType()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", p.Name, p.MachineType, acc, topo, typ, p.Nodes, p.Ready)
+		health := "healthy"
+		if p.Problem != "" {
+			health = p.Problem
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Name, p.MachineType, acc, topo, typ, p.Nodes, p.Ready, health)
 	}
 	w.Flush()
 }

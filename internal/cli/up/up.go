@@ -135,11 +135,12 @@ func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg 
 	if err := install.PriorityClasses(ctx, r.Client); err != nil {
 		return err
 	}
+	// The manager and the repairer are this same binary in other roles.
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	if !opts.NoManager {
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
 		if err := r.StartManager(ctx, exe); err != nil {
 			return err
 		}
@@ -150,10 +151,6 @@ func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg 
 	}
 	fmt.Fprintf(out, "creating the fleet: %d node pools, %d nodes\n", len(pools), want)
 	if err := c.Provision(ctx, pools); err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
 		return err
 	}
 	if err := r.StartRepairer(exe, opts.RepairDelay); err != nil {
