@@ -193,9 +193,14 @@ func TestJobSetWebhook(t *testing.T) {
 			{"failurePolicy", func(js *api.JobSet) { js.Spec.FailurePolicy.MaxRestarts = 9 }, "Value is immutable"},
 		}
 		for _, u := range updates {
-			got := env.Get(t, ns, "immutable")
-			u.edit(got)
-			err := env.Client.Update(ctx, got, client.DryRunAll)
+			var err error
+			for try := 0; try < 5; try++ { // the controller writes status meanwhile
+				got := env.Get(t, ns, "immutable")
+				u.edit(got)
+				if err = env.Client.Update(ctx, got, client.DryRunAll); !apierrors.IsConflict(err) {
+					break
+				}
+			}
 			if err == nil || !strings.Contains(err.Error(), u.want) {
 				t.Errorf("%s: error %v, want it to contain %q", u.name, err, u.want)
 			}

@@ -71,23 +71,43 @@ func jobRestarts(js *api.JobSet, rjob string, idx int) int32 {
 	return 0
 }
 
-// jobFinished returns JobComplete or JobFailed when that condition is True.
+// jobFinished returns JobComplete or JobFailed once the Job's outcome is
+// decided. Since Kubernetes 1.31 a Job sets FailureTarget (SuccessCriteriaMet)
+// at once and Failed (Complete) only after all its pods have terminated,
+// which can be their whole grace period later; upstream JobSet waits for
+// the latter (issue #928). We act on the former: the outcome is the same.
 func jobFinished(j *batchv1.Job) batchv1.JobConditionType {
 	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return c.Type
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			return batchv1.JobComplete
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			return batchv1.JobFailed
 		}
 	}
 	return ""
 }
 
+// jobCondition finds a True condition of type t; for JobFailed it falls
+// back to FailureTarget, which carries the same reason and message earlier.
 func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	var target *batchv1.JobCondition
 	for i := range j.Status.Conditions {
-		if c := &j.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
+		c := &j.Status.Conditions[i]
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		if c.Type == t {
 			return c
 		}
+		if t == batchv1.JobFailed && c.Type == batchv1.JobFailureTarget {
+			target = c
+		}
 	}
-	return nil
+	return target
 }
 
 // jobReady: ready plus succeeded pods reach min(parallelism, completions).
