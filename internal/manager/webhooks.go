@@ -104,31 +104,31 @@ func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfigur
 func InstallWebhooks(ctx context.Context, client kubernetes.Interface, e Endpoint, ca []byte) error {
 	m, v := RenderWebhooks(e, ca)
 	api := client.AdmissionregistrationV1()
-	if old, err := api.MutatingWebhookConfigurations().Get(ctx, m.Name, metav1.GetOptions{}); err == nil {
-		m.ResourceVersion = old.ResourceVersion
-		_, err = api.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("update %s: %w", m.Name, err)
-		}
-	} else if apierrors.IsNotFound(err) {
-		if _, err := api.MutatingWebhookConfigurations().Create(ctx, m, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create %s: %w", m.Name, err)
-		}
-	} else {
+	if err := upsert(ctx, api.MutatingWebhookConfigurations(), m); err != nil {
 		return err
 	}
-	if old, err := api.ValidatingWebhookConfigurations().Get(ctx, v.Name, metav1.GetOptions{}); err == nil {
-		v.ResourceVersion = old.ResourceVersion
-		_, err = api.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("update %s: %w", v.Name, err)
-		}
-	} else if apierrors.IsNotFound(err) {
-		if _, err := api.ValidatingWebhookConfigurations().Create(ctx, v, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create %s: %w", v.Name, err)
-		}
-	} else {
-		return err
+	return upsert(ctx, api.ValidatingWebhookConfigurations(), v)
+}
+
+// webhookConfigs is what the two typed clients of webhook configurations share.
+type webhookConfigs[T metav1.Object] interface {
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+}
+
+// upsert creates obj, or replaces the existing object of its name.
+func upsert[T metav1.Object](ctx context.Context, c webhookConfigs[T], obj T) error {
+	old, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = c.Create(ctx, obj, metav1.CreateOptions{})
+	case err == nil:
+		obj.SetResourceVersion(old.GetResourceVersion())
+		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("install webhook configuration %s: %w", obj.GetName(), err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/manager"
@@ -31,16 +29,8 @@ func TestSeedJobSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile("../../examples/seed-multislice-job.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var js api.JobSet
-	if err := yaml.UnmarshalStrict(data, &js); err != nil {
-		t.Fatal(err)
-	}
-	js.Namespace = "default"
-	if err := cl.Create(ctx, &js); err != nil {
+	js := seedCopy(t, "multislice-job", "")
+	if err := cl.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	podName := regexp.MustCompile(`^multislice-job-slice-[0-3]-[01]-[a-z0-9]{5}$`)
@@ -68,7 +58,7 @@ func TestSeedJobSet(t *testing.T) {
 	}
 	waitRunning(t, ctx, c, 1, podName)
 	t.Logf("one pod deleted -> all 8 pods Running at restart-attempt 1 in %s", time.Since(began).Round(10*time.Millisecond))
-	if err := cl.Get(ctx, client.ObjectKeyFromObject(&js), &js); err != nil {
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
 		t.Fatal(err)
 	}
 	if js.Status.Restarts != 1 {
@@ -91,7 +81,7 @@ func TestSeedJobSet(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
-		if err := cl.Get(ctx, client.ObjectKeyFromObject(&js), &js); err != nil {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
 			return false, err.Error()
 		}
 		cond := meta.FindStatusCondition(js.Status.Conditions, "Failed")

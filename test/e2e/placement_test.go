@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -112,19 +111,7 @@ func TestSeedDeadlockAvoided(t *testing.T) {
 // the JobSets that do not fit wait, and all complete.
 func TestEightJobSetsOnFourGroups(t *testing.T) {
 	framework.RequireE2E(t)
-	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
-	if err := os.WriteFile(fleetFile, []byte(`apiVersion: multislice.dev/v1alpha1
-kind: Fleet
-groups:
-- {name: g1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
-- {name: g2, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
-- {name: g3, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
-- {name: g4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
-pools:
-- {name: default-pool, machineType: e2-standard-8, numNodes: 1}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fleetFile := framework.FleetFile(t, "{name: g1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g2, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g3, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile)
 	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
 	if err != nil {

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,16 +80,7 @@ func TestAutoRepair(t *testing.T) {
 // capacity returns, the slice is recreated and the JobSet runs again.
 func TestRepairWaitsForCapacity(t *testing.T) {
 	framework.RequireE2E(t)
-	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
-	if err := os.WriteFile(fleetFile, []byte(`apiVersion: multislice.dev/v1alpha1
-kind: Fleet
-groups:
-- {name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}
-pools:
-- {name: default-pool, machineType: e2-standard-8, numNodes: 1}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile, "--repair-delay=2s")
 	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
 	if err != nil {

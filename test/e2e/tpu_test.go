@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/manager"
@@ -55,13 +54,8 @@ func TestTPUEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile("../../examples/seed-multislice-job.yaml")
-	var js api.JobSet
-	if err := yaml.UnmarshalStrict(data, &js); err != nil {
-		t.Fatal(err)
-	}
-	js.Namespace = "default"
-	if err := cl.Create(ctx, &js); err != nil {
+	js := seedCopy(t, "multislice-job", "")
+	if err := cl.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	pods := waitRunning(t, ctx, c, 0, anyName)

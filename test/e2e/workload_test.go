@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,19 +23,7 @@ import (
 // `status NAME` shows slices x workers; `workload list|delete` work.
 func TestWorkloadShapes(t *testing.T) {
 	framework.RequireE2E(t)
-	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
-	if err := os.WriteFile(fleetFile, []byte(`apiVersion: multislice.dev/v1alpha1
-kind: Fleet
-groups:
-- {name: v4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2}
-- {name: v5e, accelerator: tpu-v5-lite-podslice, topology: 4x4, slices: 2}
-- {name: v5p, accelerator: tpu-v5p-slice, topology: 2x2x4, slices: 2}
-- {name: v6e, accelerator: tpu-v6e-slice, topology: 4x4, slices: 2}
-pools:
-- {name: default-pool, machineType: e2-standard-8, numNodes: 1}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fleetFile := framework.FleetFile(t, "{name: v4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2}", "{name: v5e, accelerator: tpu-v5-lite-podslice, topology: 4x4, slices: 2}", "{name: v5p, accelerator: tpu-v5p-slice, topology: 2x2x4, slices: 2}", "{name: v6e, accelerator: tpu-v6e-slice, topology: 4x4, slices: 2}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile)
 	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
 	if err != nil {

@@ -100,6 +100,23 @@ func StartCluster(t testing.TB, args ...string) (*Cluster, string) {
 	return c, out
 }
 
+// FleetFile writes a fleet config with the given multislice groups (one
+// YAML flow mapping each, e.g. "{name: g1, accelerator: tpu-v4-podslice,
+// topology: 2x2x2, slices: 4}") plus a one-node CPU pool, and returns its path.
+func FleetFile(t testing.TB, groups ...string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n")
+	for _, g := range groups {
+		b.WriteString("- " + g + "\n")
+	}
+	b.WriteString("pools:\n- {name: default-pool, machineType: e2-standard-8, numNodes: 1}\n")
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // Eventually polls check until it reports done, failing the test with the
 // last explanation after timeout.
 func Eventually(t testing.TB, timeout time.Duration, check func(ctx context.Context) (bool, string)) {
