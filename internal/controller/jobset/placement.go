@@ -76,7 +76,7 @@ func exclusiveKey(js *api.JobSet) string {
 	return ""
 }
 
-// Place is the Reconciler's BeforeCreate hook: it pins the Jobs the plan
+// Place runs before the reconciler acts on a plan: it pins the Jobs the plan
 // creates or resumes to assigned domains, or holds them all back.
 func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 	key := exclusiveKey(js)
