@@ -7,14 +7,10 @@ package certs
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/multislice/multislice/internal/pki"
 )
 
 const (
@@ -96,44 +94,20 @@ func NeedsRenewal(data map[string][]byte, o Options, now time.Time) bool {
 }
 
 func generate(o Options, now time.Time) (map[string][]byte, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("multislice-webhook-ca", now, validity)
 	if err != nil {
 		return nil, err
 	}
-	ca := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "multislice-webhook-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validity),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, _ = x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "multislice-webhook"},
-		DNSNames: o.DNSNames, IPAddresses: o.IPs,
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validity),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+	cert, key, err := ca.Issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "multislice-webhook"},
+		DNSNames:    o.DNSNames,
+		IPAddresses: o.IPs,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	}, now, validity)
 	if err != nil {
 		return nil, err
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return map[string][]byte{
-		"ca.crt":                pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		corev1.TLSCertKey:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return map[string][]byte{"ca.crt": ca.CertPEM, corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}, nil
 }
 
 // writeFiles writes only what changed, so the server's file watcher
@@ -156,9 +130,4 @@ func writeFiles(dir string, data map[string][]byte) error {
 		}
 	}
 	return nil
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	return n
 }

@@ -1,19 +1,17 @@
 package localcluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/multislice/multislice/internal/pki"
 )
 
 // certValidity is long enough for any local cluster; `up` makes new ones.
@@ -42,42 +40,36 @@ func writePKI(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	ca, err := pki.NewCA("multislice-local-ca", now, certValidity)
 	if err != nil {
 		return err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "multislice-local-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	caKey, err := pki.KeyPEM(ca.Key)
 	if err != nil {
 		return err
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	if err := writeCertAndKey(dir, "ca", caDER, caKey); err != nil {
+	if err := writePair(dir, "ca", ca.CertPEM, caKey); err != nil {
 		return err
 	}
-	serving := &x509.Certificate{
+	leaves := map[string]*x509.Certificate{"apiserver": {
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if err := issue(dir, "apiserver", serving, caCert, caKey); err != nil {
-		return err
-	}
+	}}
 	for _, id := range identities {
-		client := &x509.Certificate{
+		leaves[id.name] = &x509.Certificate{
 			Subject:     pkix.Name{CommonName: id.commonName, Organization: id.organization},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}
-		if err := issue(dir, id.name, client, caCert, caKey); err != nil {
+	}
+	for name, tmpl := range leaves {
+		cert, key, err := ca.Issue(tmpl, now, certValidity)
+		if err != nil {
+			return fmt.Errorf("issue %s certificate: %w", name, err)
+		}
+		if err := writePair(dir, name, cert, key); err != nil {
 			return err
 		}
 	}
@@ -86,42 +78,16 @@ func writePKI(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeKey(filepath.Join(dir, "sa.key"), saKey)
-}
-
-func issue(dir, name string, tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	saPEM, err := pki.KeyPEM(saKey)
 	if err != nil {
 		return err
 	}
-	tmpl.SerialNumber = serial()
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(certValidity)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return fmt.Errorf("issue %s certificate: %w", name, err)
-	}
-	return writeCertAndKey(dir, name, der, key)
+	return os.WriteFile(filepath.Join(dir, "sa.key"), saPEM, 0o600)
 }
 
-func writeCertAndKey(dir, name string, der []byte, key any) error {
-	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+func writePair(dir, name string, cert, key []byte) error {
 	if err := os.WriteFile(filepath.Join(dir, name+".crt"), cert, 0o600); err != nil {
 		return err
 	}
-	return writeKey(filepath.Join(dir, name+".key"), key)
-}
-
-func writeKey(path string, key any) error {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	return n
+	return os.WriteFile(filepath.Join(dir, name+".key"), key, 0o600)
 }
