@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -25,10 +24,7 @@ func TestSeedJobSet(t *testing.T) {
 	framework.RequireE2E(t)
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
-	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.Objects
 	js := seedCopy(t, "multislice-job", "")
 	if err := cl.Create(ctx, js); err != nil {
 		t.Fatal(err)

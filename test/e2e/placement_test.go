@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -45,10 +44,7 @@ func seedCopy(t *testing.T, name, run string) *api.JobSet {
 func TestSeedDeadlockAvoided(t *testing.T) {
 	framework.RequireE2E(t)
 	c, _ := framework.StartCluster(t)
-	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.Objects
 	ctx := context.Background()
 	for round := 0; round < 10; round++ {
 		a, b := seedCopy(t, fmt.Sprintf("a%d", round), ""), seedCopy(t, fmt.Sprintf("b%d", round), "")
@@ -113,10 +109,7 @@ func TestEightJobSetsOnFourGroups(t *testing.T) {
 	framework.RequireE2E(t)
 	fleetFile := framework.FleetFile(t, "{name: g1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g2, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g3, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile)
-	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.Objects
 	ctx := context.Background()
 	var all []*api.JobSet
 	for i := 0; i < 8; i++ {

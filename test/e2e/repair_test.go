@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/test/framework"
 )
@@ -26,10 +25,7 @@ func TestAutoRepair(t *testing.T) {
 	// The repair comes after the 10 s NotReady grace, so each fault is
 	// detected by the manager, not by the repair tearing the slice down.
 	c, _ := framework.StartCluster(t, "--repair-delay=12s")
-	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.Objects
 	ctx := context.Background()
 	js := seedCopy(t, "multislice-job", "")
 	js.Spec.FailurePolicy.MaxRestarts = 10
@@ -82,10 +78,7 @@ func TestRepairWaitsForCapacity(t *testing.T) {
 	framework.RequireE2E(t)
 	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile, "--repair-delay=2s")
-	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.Objects
 	ctx := context.Background()
 	js := seedCopy(t, "multislice-job", "")
 	if err := cl.Create(ctx, js); err != nil {
@@ -147,10 +140,7 @@ func poolOfSlice(t *testing.T, ctx context.Context, c *framework.Cluster, i int)
 func TestRestartGrace(t *testing.T) {
 	framework.RequireE2E(t)
 	c, _ := framework.StartCluster(t)
-	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.Objects
 	ctx := context.Background()
 	for _, knob := range []bool{false, true} {
 		js := seedCopy(t, "multislice-job", "")

@@ -18,10 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -50,10 +48,7 @@ func TestTPUEnvironment(t *testing.T) {
 	framework.RequireE2E(t)
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
-	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.Objects
 	js := seedCopy(t, "multislice-job", "")
 	if err := cl.Create(ctx, js); err != nil {
 		t.Fatal(err)
@@ -107,7 +102,7 @@ func TestTPUEnvironment(t *testing.T) {
 	if n := len(got.Spec.Template.Spec.Containers[0].Env); n != 0 {
 		t.Errorf("a Job without TPUs got %d env vars", n)
 	}
-	_, err = c.Client.BatchV1().Jobs("default").Create(ctx, tpuIndexedJob("tpu-while-down", true), metav1.CreateOptions{})
+	_, err := c.Client.BatchV1().Jobs("default").Create(ctx, tpuIndexedJob("tpu-while-down", true), metav1.CreateOptions{})
 	if err == nil {
 		t.Errorf("a TPU Job was admitted without its environment while the manager is down")
 	}

@@ -10,11 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -25,10 +23,7 @@ func TestWorkloadShapes(t *testing.T) {
 	framework.RequireE2E(t)
 	fleetFile := framework.FleetFile(t, "{name: v4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2}", "{name: v5e, accelerator: tpu-v5-lite-podslice, topology: 4x4, slices: 2}", "{name: v5p, accelerator: tpu-v5p-slice, topology: 2x2x4, slices: 2}", "{name: v6e, accelerator: tpu-v6e-slice, topology: 4x4, slices: 2}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile)
-	cl, err := client.New(c.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := c.Objects
 	ctx := context.Background()
 	shapes := []struct {
 		name, tpuType string
@@ -87,7 +82,7 @@ func TestWorkloadShapes(t *testing.T) {
 		t.Errorf("workload list:\n%s", out)
 	}
 	c.MustRun("workload", "delete", "w-v6e")
-	out, err = c.Run("workload", "create", "bad", "--tpu-type=v4-8", "--num-slices=2", "--command=x")
+	out, err := c.Run("workload", "create", "bad", "--tpu-type=v4-8", "--num-slices=2", "--command=x")
 	if err == nil || !strings.Contains(out, "--num-slices: v4-8 is a single-host slice and cannot form a multislice: use a multi-host type such as v4-16") {
 		t.Errorf("single-host multislice: err=%v\n%s", err, out)
 	}

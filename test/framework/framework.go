@@ -16,6 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multislice/multislice/internal/manager"
 )
 
 // BinDir is where make puts multislice and the control-plane binaries.
@@ -49,7 +52,9 @@ type Cluster struct {
 	Home   string
 	Config *rest.Config
 	Client kubernetes.Interface
-	t      testing.TB
+	// Objects is a controller-runtime client that also knows JobSets.
+	Objects client.Client
+	t       testing.TB
 }
 
 // Run runs `multislice args...` against the cluster's home and returns its
@@ -97,6 +102,9 @@ func StartCluster(t testing.TB, args ...string) (*Cluster, string) {
 	cfg.QPS, cfg.Burst = 200, 400
 	c.Config = cfg
 	c.Client = kubernetes.NewForConfigOrDie(cfg)
+	if c.Objects, err = client.New(cfg, client.Options{Scheme: manager.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
 	return c, out
 }
 
