@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,13 +27,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/bench/benchcluster"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -58,28 +56,12 @@ type state struct {
 }
 
 func run(bin string, replicas, noise int) error {
-	bin, _ = filepath.Abs(bin)
-	home, _ := os.MkdirTemp("", "multislice-bench-")
-	defer os.RemoveAll(home)
-	ms := func(args ...string) ([]byte, error) {
-		cmd := exec.Command(filepath.Join(bin, "multislice"), args...)
-		cmd.Env = append(os.Environ(), "MULTISLICE_HOME="+home, "MULTISLICE_BIN_DIR="+bin)
-		return cmd.CombinedOutput()
-	}
-	if out, err := ms("up"); err != nil {
-		return fmt.Errorf("up: %v\n%s", err, out)
-	}
-	defer ms("down")
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(home, "kubeconfig"))
+	c, err := benchcluster.Up(bin, "", nil)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 1000, 2000
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	cl, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		return err
-	}
+	defer c.Down()
+	home, cs, cl := c.Home, c.Client, c.Objects
 	var st state
 	data, _ := os.ReadFile(filepath.Join(home, "state.json"))
 	if err := json.Unmarshal(data, &st); err != nil {

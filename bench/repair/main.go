@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,13 +20,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/bench/benchcluster"
 	"github.com/multislice/multislice/internal/placement"
 )
 
@@ -54,24 +52,12 @@ func main() {
 }
 
 func run(bin, mode string, faults, upArgs []string, managerArgs string, limit time.Duration) error {
-	home, _ := os.MkdirTemp("", "multislice-bench-")
-	defer os.RemoveAll(home)
-	ms := func(args ...string) (string, error) {
-		cmd := exec.Command(filepath.Join(bin, "multislice"), args...)
-		cmd.Env = append(os.Environ(), "MULTISLICE_HOME="+home, "MULTISLICE_BIN_DIR="+bin, "MULTISLICE_MANAGER_ARGS="+managerArgs)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	if out, err := ms(append([]string{"up"}, upArgs...)...); err != nil {
-		return fmt.Errorf("up: %v\n%s", err, out)
-	}
-	defer ms("down")
-	cfg, _ := clientcmd.BuildConfigFromFlags("", filepath.Join(home, "kubeconfig"))
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	cl, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := benchcluster.Up(bin, "", []string{"MULTISLICE_MANAGER_ARGS=" + managerArgs}, upArgs...)
 	if err != nil {
 		return err
 	}
+	defer c.Down()
+	cs, cl, ms := c.Client, c.Objects, c.Run
 	ctx := context.Background()
 	seed, err := os.ReadFile(filepath.Join(filepath.Dir(bin), "examples", "seed-multislice-job.yaml"))
 	if err != nil {

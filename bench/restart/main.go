@@ -12,8 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,12 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/bench/benchcluster"
 )
 
 func main() {
@@ -40,28 +37,13 @@ func main() {
 }
 
 func run(bin string, slices int) error {
-	bin, _ = filepath.Abs(bin)
-	home, _ := os.MkdirTemp("", "multislice-bench-")
-	defer os.RemoveAll(home)
-	fleet := filepath.Join(home, "fleet.yaml")
-	os.WriteFile(fleet, []byte(fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
-		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices)), 0o644)
-	ms := func(args ...string) ([]byte, error) {
-		cmd := exec.Command(filepath.Join(bin, "multislice"), args...)
-		cmd.Env = append(os.Environ(), "MULTISLICE_HOME="+home, "MULTISLICE_BIN_DIR="+bin)
-		return cmd.CombinedOutput()
-	}
-	if out, err := ms("up", "--fleet", fleet); err != nil {
-		return fmt.Errorf("up: %v\n%s", err, out)
-	}
-	defer ms("down")
-	cfg, _ := clientcmd.BuildConfigFromFlags("", filepath.Join(home, "kubeconfig"))
-	cfg.QPS, cfg.Burst = 1000, 2000
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	cl, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := benchcluster.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
+		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), nil)
 	if err != nil {
 		return err
 	}
+	defer c.Down()
+	cs, cl := c.Client, c.Objects
 	ctx := context.Background()
 	js := &api.JobSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "default",
@@ -89,7 +71,7 @@ func run(bin string, slices int) error {
 	}
 	fmt.Printf("first start: all %d pods Running after %.1fs\n", slices*16, time.Since(began).Seconds())
 	time.Sleep(3 * time.Second)
-	if out, err := ms("chaos", "fail-pod", "--nodepool", "big-np-7"); err != nil {
+	if out, err := c.Run("chaos", "fail-pod", "--nodepool", "big-np-7"); err != nil {
 		return fmt.Errorf("chaos: %v\n%s", err, out)
 	}
 	began = time.Now()
