@@ -7,12 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/manager"
 )
 
@@ -75,4 +80,48 @@ func (c *Cluster) Run(args ...string) (string, error) {
 func (c *Cluster) Down() {
 	_, _ = c.Run("down")
 	_ = os.RemoveAll(c.Home)
+}
+
+// CPU returns the CPU time each component of the cluster has used so far,
+// by component name; the difference of two calls shows who did the work.
+func (c *Cluster) CPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	state, err := localcluster.Home(c.Home).ReadState()
+	if err != nil || state == nil {
+		return out
+	}
+	for _, p := range state.Processes {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name (which may hold spaces): utime and
+		// stime are the 12th and 13th, in clock ticks (100 per second).
+		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+		if len(fields) < 13 {
+			continue
+		}
+		utime, _ := strconv.Atoi(fields[11])
+		stime, _ := strconv.Atoi(fields[12])
+		out[p.Name] = time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return out
+}
+
+// CPUSince formats the CPU each component used since before, busiest first.
+func (c *Cluster) CPUSince(before map[string]time.Duration) string {
+	type use struct {
+		name string
+		d    time.Duration
+	}
+	var uses []use
+	for name, d := range c.CPU() {
+		uses = append(uses, use{name, d - before[name]})
+	}
+	sort.Slice(uses, func(i, j int) bool { return uses[i].d > uses[j].d })
+	var parts []string
+	for _, u := range uses {
+		parts = append(parts, fmt.Sprintf("%s %.1fs", u.name, u.d.Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }

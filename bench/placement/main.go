@@ -1,19 +1,29 @@
 // Command placement compares, on one local cluster in one run, the time
-// until all pods of 64 slices x 16 hosts (1,024 pods, v4 4x4x4) are Running:
+// from submission until all pods of 64 slices x 16 hosts (1,024 pods, v4
+// 4x4x4) are Running:
 //
-//	floor     64 Indexed Jobs pinned to their pools by hand, no controller;
-//	ours      one exclusive-topology JobSet placed by Multislice;
-//	affinity  64 Jobs placed by inter-pod affinity/anti-affinity alone
-//	          (upstream JobSet's original per-pod approach).
+//	floor     the same 64 Indexed Jobs and headless Service the JobSet
+//	          controller would create (labels, hostnames, TPU environment),
+//	          pinned to their pools by hand and created at once, with no
+//	          controller involved (the JobSet exists but is managed by
+//	          nobody);
+//	ours      one exclusive-topology JobSet, placed by Multislice;
+//	affinity  the same Jobs placed by inter-pod affinity and anti-affinity
+//	          alone (upstream JobSet's original per-pod approach);
+//	bare      64 minimal Indexed Jobs pinned by hand (no JobSet labels,
+//	          hostnames or Service): what a JobSet's pods cost beyond that.
 //
 //	go run ./bench/placement -slices 64
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,12 +31,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/bench/benchcluster"
-	"github.com/multislice/multislice/internal/naming"
+	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/placement"
 )
 
 const hosts = 16 // v4 4x4x4
@@ -34,14 +47,16 @@ const hosts = 16 // v4 4x4x4
 func main() {
 	slices := flag.Int("slices", 64, "slices (node pools of 16 hosts)")
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
+	rounds := flag.String("rounds", "warmup,floor,ours,affinity,bare,bare,affinity,ours,floor",
+		"scenarios in the order they run; warmup is a floor round whose time is discarded")
 	flag.Parse()
-	if err := run(*bin, *slices); err != nil {
+	if err := run(*bin, *slices, strings.Split(*rounds, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, slices int) error {
+func run(bin string, slices int, order []string) error {
 	c, err := benchcluster.Up(bin, fmt.Sprintf(`apiVersion: multislice.dev/v1alpha1
 kind: Fleet
 groups:
@@ -53,114 +68,172 @@ pools:
 		return err
 	}
 	defer c.Down()
-	cs, cl := c.Client, c.Objects
+	b := &bench{cs: c.Client, cl: c.Objects, slices: slices}
 	ctx := context.Background()
-	results := map[string]time.Duration{}
-	// A warm-up round first (discarded): the first workload on a fresh
-	// cluster pays for cold caches. Then two rounds; the best of each counts.
-	order := []string{"warmup", "floor", "ours", "ours-nodns", "affinity", "affinity", "ours-nodns", "ours", "floor"}
+	best := map[string]time.Duration{}
+	// The warm-up round pays for a fresh cluster's cold caches; after it,
+	// the best of each scenario's rounds counts.
 	for _, scenario := range order {
 		warmup := scenario == "warmup"
 		if warmup {
 			scenario = "floor"
 		}
-		switch scenario {
-		case "floor", "affinity":
-			for i := 0; i < slices; i++ {
-				if _, err := cs.BatchV1().Jobs("default").Create(ctx, job(scenario, i), metav1.CreateOptions{}); err != nil {
-					return err
-				}
-			}
-		case "ours", "ours-nodns":
-			js := jobSet(slices)
-			if scenario == "ours-nodns" {
-				// Without the headless Service: isolates placement from DNS bookkeeping.
-				js.Spec.Network = &api.Network{EnableDNSHostnames: ptr.To(false)}
-			}
-			if err := cl.Create(ctx, js); err != nil {
-				return err
-			}
+		cpu := c.CPU()
+		began, err := b.submit(ctx, scenario)
+		if err != nil {
+			return fmt.Errorf("%s: %w", scenario, err)
 		}
-		took, err := waitRunning(ctx, cs, slices*hosts, 10*time.Minute)
+		took, err := b.waitRunning(ctx, began, 10*time.Minute)
 		if err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
 		}
 		label := scenario
 		if warmup {
 			label = "warm-up"
-		} else if best, ok := results[scenario]; !ok || took < best {
-			results[scenario] = took
+		} else if old, ok := best[scenario]; !ok || took < old {
+			best[scenario] = took
 		}
-		fmt.Printf("%-9s all %d pods Running after %6.1fs\n", label, slices*hosts, took.Seconds())
-		if err := cleanup(ctx, cs, cl); err != nil {
+		fmt.Printf("%-8s all %d pods Running after %5.1fs (CPU: %s)\n", label, slices*hosts, took.Seconds(), c.CPUSince(cpu))
+		if err := b.cleanup(ctx); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("best of two: floor %.1fs, ours %.1fs (without DNS %.1fs), affinity %.1fs\n", results["floor"].Seconds(),
-		results["ours"].Seconds(), results["ours-nodns"].Seconds(), results["affinity"].Seconds())
-	fmt.Printf("ours / floor = %.2f   ours without DNS / floor = %.2f   affinity / floor = %.2f\n",
-		results["ours"].Seconds()/results["floor"].Seconds(), results["ours-nodns"].Seconds()/results["floor"].Seconds(),
-		results["affinity"].Seconds()/results["floor"].Seconds())
+	var names []string
+	for name := range best {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fmt.Print("best:")
+	for _, name := range names {
+		fmt.Printf("  %s %.1fs", name, best[name].Seconds())
+	}
+	fmt.Println()
+	if floor, ok := best["floor"]; ok {
+		fmt.Print("ratio to floor:")
+		for _, name := range names {
+			fmt.Printf("  %s %.2f", name, best[name].Seconds()/floor.Seconds())
+		}
+		fmt.Println()
+	}
 	return nil
+}
+
+type bench struct {
+	cs     kubernetes.Interface
+	cl     client.Client
+	slices int
+}
+
+// submit creates the scenario's workload and returns when the clock started.
+func (b *bench) submit(ctx context.Context, scenario string) (time.Time, error) {
+	switch scenario {
+	case "ours":
+		began := time.Now()
+		return began, b.cl.Create(ctx, b.jobSet(scenario, nil))
+	case "floor", "affinity":
+		jobs, svc, err := b.controllerJobs(ctx, scenario)
+		if err != nil {
+			return time.Time{}, err
+		}
+		for i, j := range jobs {
+			if scenario == "floor" {
+				pool := fmt.Sprintf("big-np-%d", i)
+				j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
+				j.Annotations[placement.AssignedDomainAnnotation] = pool
+			} else {
+				j.Spec.Template.Spec.Affinity = exclusiveAffinity(j.Labels[api.JobKey])
+			}
+		}
+		began := time.Now()
+		if err := b.cl.Create(ctx, svc); err != nil {
+			return began, err
+		}
+		return began, b.createAll(ctx, jobs)
+	case "bare":
+		jobs := make([]*batchv1.Job, b.slices)
+		for i := range jobs {
+			pod := podSpec()
+			pod.NodeSelector[gke.NodePoolLabel] = fmt.Sprintf("big-np-%d", i)
+			jobs[i] = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Namespace: "default",
+				Labels: map[string]string{"bench": "placement"}}, Spec: jobSpec(pod)}
+		}
+		began := time.Now()
+		return began, b.createAll(ctx, jobs)
+	}
+	return time.Time{}, fmt.Errorf("unknown scenario %q (want floor, ours, affinity, bare or warmup)", scenario)
+}
+
+// controllerJobs creates a JobSet that no controller manages and returns
+// the child Jobs and Service the JobSet controller would create for it
+// (Decide is its whole policy), owned by it as they would be.
+func (b *bench) controllerJobs(ctx context.Context, scenario string) ([]*batchv1.Job, *corev1.Service, error) {
+	js := b.jobSet(scenario, ptr.To("multislice.dev/bench-by-hand"))
+	if err := b.cl.Create(ctx, js); err != nil {
+		return nil, nil, err
+	}
+	plan := jobsetcontroller.Decide(jobsetcontroller.Observed{JobSet: js, Now: time.Now()})
+	if len(plan.Create) != b.slices || plan.Service == nil {
+		return nil, nil, fmt.Errorf("the controller's plan has %d Jobs and service %v, want %d and one", len(plan.Create), plan.Service != nil, b.slices)
+	}
+	return plan.Create, plan.Service, nil
+}
+
+// createAll creates the Jobs at once, as the JobSet controller does: the
+// fastest submission there is.
+func (b *bench) createAll(ctx context.Context, jobs []*batchv1.Job) error {
+	errs := make([]error, len(jobs))
+	workqueue.ParallelizeUntil(ctx, len(jobs), len(jobs), func(i int) {
+		errs[i] = b.cl.Create(ctx, jobs[i])
+	})
+	return errors.Join(errs...)
+}
+
+func (b *bench) jobSet(name string, managedBy *string) *api.JobSet {
+	return &api.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			Annotations: map[string]string{api.ExclusiveKey: gke.NodePoolLabel}},
+		Spec: api.JobSetSpec{ManagedBy: managedBy, ReplicatedJobs: []api.ReplicatedJob{{
+			Name: "slice", Replicas: int32(b.slices), Template: batchv1.JobTemplateSpec{Spec: jobSpec(podSpec())},
+		}}},
+	}
 }
 
 func podSpec() corev1.PodSpec {
 	return corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To(int64(0)),
-		NodeSelector: map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "4x4x4"},
+		NodeSelector: map[string]string{gke.AcceleratorLabel: "tpu-v4-podslice", gke.TopologyLabel: "4x4x4"},
 		Containers: []corev1.Container{{Name: "main", Image: "python:3.12",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}}},
 	}
 }
 
-func jobSpec(pod corev1.PodSpec, labels map[string]string) batchv1.JobSpec {
+func jobSpec(pod corev1.PodSpec) batchv1.JobSpec {
 	return batchv1.JobSpec{
 		CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(hosts)), Completions: ptr.To(int32(hosts)),
 		BackoffLimit: ptr.To(int32(0)),
-		Template:     corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"bench": "placement"}}, Spec: pod},
 	}
 }
 
-// job is slice i as a plain Job: pinned to pool i (floor), or placed by
-// inter-pod affinity to its own pods and anti-affinity to every other slice.
-func job(scenario string, i int) *batchv1.Job {
-	name := fmt.Sprintf("%s-%d-%d", scenario, i, time.Now().UnixNano()%100000)
-	pod := podSpec()
-	key := naming.JobKey("default", name)
-	labels := map[string]string{"bench": "placement", api.JobKey: key}
-	if scenario == "floor" {
-		pod.NodeSelector["cloud.google.com/gke-nodepool"] = fmt.Sprintf("big-np-%d", i)
-	} else {
-		term := func(op metav1.LabelSelectorOperator, values ...string) corev1.PodAffinityTerm {
-			return corev1.PodAffinityTerm{TopologyKey: "cloud.google.com/gke-nodepool", LabelSelector: &metav1.LabelSelector{
-				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: api.JobKey, Operator: op, Values: values}}}}
-		}
-		anti := term(metav1.LabelSelectorOpNotIn, key)
-		anti.LabelSelector.MatchExpressions = append(anti.LabelSelector.MatchExpressions,
-			metav1.LabelSelectorRequirement{Key: api.JobKey, Operator: metav1.LabelSelectorOpExists})
-		pod.Affinity = &corev1.Affinity{
-			PodAffinity:     &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(metav1.LabelSelectorOpIn, key)}},
-			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{anti}},
-		}
+// exclusiveAffinity keeps a Job's pods in one node pool and out of every
+// pool where another Job's pods run.
+func exclusiveAffinity(jobKey string) *corev1.Affinity {
+	term := func(reqs ...metav1.LabelSelectorRequirement) corev1.PodAffinityTerm {
+		return corev1.PodAffinityTerm{TopologyKey: gke.NodePoolLabel, LabelSelector: &metav1.LabelSelector{MatchExpressions: reqs}}
 	}
-	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench": "placement"}}, Spec: jobSpec(pod, labels)}
-}
-
-func jobSet(slices int) *api.JobSet {
-	return &api.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ours-%d", time.Now().UnixNano()%100000), Namespace: "default",
-			Annotations: map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool"}},
-		Spec: api.JobSetSpec{ReplicatedJobs: []api.ReplicatedJob{{
-			Name: "slice", Replicas: int32(slices),
-			Template: batchv1.JobTemplateSpec{Spec: jobSpec(podSpec(), map[string]string{"bench": "placement"})},
-		}}},
+	return &corev1.Affinity{
+		PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+			term(metav1.LabelSelectorRequirement{Key: api.JobKey, Operator: metav1.LabelSelectorOpIn, Values: []string{jobKey}})}},
+		PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+			term(metav1.LabelSelectorRequirement{Key: api.JobKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{jobKey}},
+				metav1.LabelSelectorRequirement{Key: api.JobKey, Operator: metav1.LabelSelectorOpExists})}},
 	}
 }
 
-func waitRunning(ctx context.Context, cs kubernetes.Interface, want int, timeout time.Duration) (time.Duration, error) {
-	began := time.Now()
+func (b *bench) waitRunning(ctx context.Context, began time.Time, timeout time.Duration) (time.Duration, error) {
+	want := b.slices * hosts
 	for time.Since(began) < timeout {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement", ResourceVersion: "0"})
+		pods, err := b.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement", ResourceVersion: "0"})
 		if err == nil {
 			n := 0
 			for _, p := range pods.Items {
@@ -177,14 +250,18 @@ func waitRunning(ctx context.Context, cs kubernetes.Interface, want int, timeout
 	return 0, fmt.Errorf("not all %d pods Running after %s", want, timeout)
 }
 
-func cleanup(ctx context.Context, cs kubernetes.Interface, cl client.Client) error {
+func (b *bench) cleanup(ctx context.Context) error {
 	fg := metav1.DeletePropagationForeground
-	_ = cl.DeleteAllOf(ctx, &api.JobSet{}, client.InNamespace("default"), client.PropagationPolicy(fg))
-	_ = cs.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &fg}, metav1.ListOptions{LabelSelector: "bench=placement"})
+	_ = b.cl.DeleteAllOf(ctx, &api.JobSet{}, client.InNamespace("default"), client.PropagationPolicy(fg))
+	_ = b.cs.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &fg}, metav1.ListOptions{LabelSelector: "bench=placement"})
 	for i := 0; i < 600; i++ {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement"})
-		jobs, err2 := cs.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{})
-		if err == nil && err2 == nil && len(pods.Items) == 0 && len(jobs.Items) == 0 {
+		// Quorum reads: the next round must not start while anything of
+		// this one is left.
+		pods, err := b.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement"})
+		jobs, err2 := b.cs.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{})
+		var sets api.JobSetList
+		err3 := b.cl.List(ctx, &sets, client.InNamespace("default"))
+		if err == nil && err2 == nil && err3 == nil && len(pods.Items)+len(jobs.Items)+len(sets.Items) == 0 {
 			return nil
 		}
 		time.Sleep(500 * time.Millisecond)

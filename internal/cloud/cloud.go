@@ -84,8 +84,17 @@ func (c *Cloud) Pools(ctx context.Context) ([]fleet.Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list node pools: %w", err)
 	}
-	pools := make([]fleet.Resolved, 0, len(list.Items))
-	for _, cm := range list.Items {
+	records := make([]*corev1.ConfigMap, len(list.Items))
+	for i := range list.Items {
+		records[i] = &list.Items[i]
+	}
+	return poolsFrom(records)
+}
+
+// poolsFrom reads node pools from their records, sorted by name.
+func poolsFrom(records []*corev1.ConfigMap) ([]fleet.Resolved, error) {
+	pools := make([]fleet.Resolved, 0, len(records))
+	for _, cm := range records {
 		var p fleet.Pool
 		if err := json.Unmarshal([]byte(cm.Data["pool.json"]), &p); err != nil {
 			return nil, fmt.Errorf("node pool record %s is damaged: %w", cm.Name, err)

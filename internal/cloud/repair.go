@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/multislice/multislice/internal/fleet"
@@ -28,11 +32,16 @@ type Repairer struct {
 
 	brokenSince map[string]time.Time
 	waiting     map[string]bool
+	records     corelisters.ConfigMapLister
+	nodes       corelisters.NodeLister
 }
 
 // Run repairs until ctx ends.
 func (r *Repairer) Run(ctx context.Context) error {
 	r.brokenSince, r.waiting = map[string]time.Time{}, map[string]bool{}
+	if err := r.watch(ctx); err != nil {
+		return err
+	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -47,25 +56,67 @@ func (r *Repairer) Run(ctx context.Context) error {
 	}
 }
 
-func (r *Repairer) step(ctx context.Context, now time.Time) error {
-	c := r.Cloud
-	records, err := c.client.CoreV1().ConfigMaps(Namespace).List(ctx, metav1.ListOptions{LabelSelector: PoolLabel})
-	if err != nil {
+// watch starts informers on the cloud's records and on the nodes' labels:
+// polling full lists of a 1,000-node fleet twice a second would cost the
+// apiserver more than the workloads it serves.
+func (r *Repairer) watch(ctx context.Context) error {
+	records := informers.NewSharedInformerFactoryWithOptions(r.Cloud.client, 0, informers.WithNamespace(Namespace))
+	nodes := informers.NewSharedInformerFactoryWithOptions(r.Cloud.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = gke.NodePoolLabel }))
+	r.records, r.nodes = records.Core().V1().ConfigMaps().Lister(), nodes.Core().V1().Nodes().Lister()
+	if err := nodes.Core().V1().Nodes().Informer().SetTransform(labelsOnly); err != nil {
 		return err
 	}
-	marked := map[string]bool{}
-	for _, cm := range records.Items {
-		if cm.Annotations[FaultLabel] != "" {
-			marked[cm.Labels[PoolLabel]] = true
+	records.Start(ctx.Done())
+	nodes.Start(ctx.Done())
+	for _, synced := range []map[reflect.Type]bool{records.WaitForCacheSync(ctx.Done()), nodes.WaitForCacheSync(ctx.Done())} {
+		for typ, ok := range synced {
+			if !ok {
+				return fmt.Errorf("watch %v: not synced before the repairer stopped", typ)
+			}
 		}
 	}
-	pools, nodes, err := c.snapshot(ctx)
+	return nil
+}
+
+// labelsOnly keeps what repairs look at: a node's name and labels.
+func labelsOnly(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, ResourceVersion: n.ResourceVersion}}, nil
+	}
+	return obj, nil
+}
+
+func (r *Repairer) step(ctx context.Context, now time.Time) error {
+	records, err := r.records.List(labels.Everything())
 	if err != nil {
 		return err
 	}
-	unavailable, err := c.Unavailable(ctx)
+	var poolRecords []*corev1.ConfigMap
+	marked := map[string]bool{}
+	unavailable := map[string]int{}
+	for _, cm := range records {
+		switch {
+		case cm.Labels[PoolLabel] != "":
+			poolRecords = append(poolRecords, cm)
+			marked[cm.Labels[PoolLabel]] = cm.Annotations[FaultLabel] != ""
+		case cm.Name == settingsMap:
+			if unavailable, err = unavailableFrom(cm); err != nil {
+				return err
+			}
+		}
+	}
+	pools, err := poolsFrom(poolRecords)
 	if err != nil {
 		return err
+	}
+	all, err := r.nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	nodes := map[string][]*corev1.Node{}
+	for _, n := range all {
+		nodes[n.Labels[gke.NodePoolLabel]] = append(nodes[n.Labels[gke.NodePoolLabel]], n)
 	}
 	for _, p := range pools {
 		broken := marked[p.Name] || len(nodes[p.Name]) < p.Nodes
@@ -135,11 +186,11 @@ func (r *Repairer) recreate(ctx context.Context, p fleet.Resolved) error {
 		return err
 	}
 	for i := 0; i < 100; i++ {
-		_, nodes, err := c.snapshot(ctx)
+		left, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: gke.NodePoolLabel + "=" + p.Name})
 		if err != nil {
 			return err
 		}
-		if len(nodes[p.Name]) == 0 {
+		if len(left.Items) == 0 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -152,22 +203,6 @@ func (r *Repairer) recreate(ctx context.Context, p fleet.Resolved) error {
 	return err
 }
 
-func (c *Cloud) snapshot(ctx context.Context) ([]fleet.Resolved, map[string][]corev1.Node, error) {
-	pools, err := c.Pools(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	list, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: gke.NodePoolLabel})
-	if err != nil {
-		return nil, nil, err
-	}
-	nodes := map[string][]corev1.Node{}
-	for _, n := range list.Items {
-		nodes[n.Labels[gke.NodePoolLabel]] = append(nodes[n.Labels[gke.NodePoolLabel]], n)
-	}
-	return pools, nodes, nil
-}
-
 // Unavailable is how many hosts per accelerator the cloud has lost (chaos
 // capacity): repairs and new pools cannot use them.
 func (c *Cloud) Unavailable(ctx context.Context) (map[string]int, error) {
@@ -175,6 +210,10 @@ func (c *Cloud) Unavailable(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return unavailableFrom(cm)
+}
+
+func unavailableFrom(cm *corev1.ConfigMap) (map[string]int, error) {
 	out := map[string]int{}
 	if data := cm.Data[unavailableKey]; data != "" {
 		if err := json.Unmarshal([]byte(data), &out); err != nil {

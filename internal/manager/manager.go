@@ -12,6 +12,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -102,7 +104,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&batchv1.Job{}: owned, &corev1.Service{}: owned, &corev1.Pod{}: owned,
+				&batchv1.Job{}: owned, &corev1.Service{}: owned,
+				&corev1.Pod{}:  {Field: boundAndActive(), Transform: slimPod},
 				&corev1.Node{}: {Transform: slimNode},
 			},
 		},
@@ -153,6 +156,37 @@ func slimNode(obj any) (any, error) {
 		n.ManagedFields, n.Status.Images = nil, nil
 	}
 	return obj, nil
+}
+
+// boundAndActive selects the pods that occupy a node: placement must see
+// every workload's pods on a domain, not only JobSets'.
+func boundAndActive() fields.Selector {
+	return fields.ParseSelectorOrDie("spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed")
+}
+
+// slimPod keeps what placement and slice repair read of a pod: its name,
+// the labels that tie it to a Job, its node and its containers' resources.
+// A cached pod is then a few hundred bytes, whatever the pod carries.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			DeletionTimestamp: p.DeletionTimestamp, Labels: map[string]string{}},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	for _, key := range []string{batchv1.JobNameLabel, "job-name", api.JobSetNameKey} {
+		if v, ok := p.Labels[key]; ok {
+			slim.Labels[key] = v
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
+	}
+	return slim, nil
 }
 
 func certOptions(o Options) certs.Options {

@@ -56,7 +56,8 @@ func (m *Monitor) NeedLeaderElection() bool { return true }
 
 func (m *Monitor) check(ctx context.Context) error {
 	var jobs batchv1.JobList
-	if err := m.Client.List(ctx, &jobs, client.HasLabels{api.JobSetNameKey}); err != nil {
+	// Read-only lists of cached objects, every half second: no deep copies.
+	if err := m.Client.List(ctx, &jobs, client.HasLabels{api.JobSetNameKey}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	domains := map[string]map[string][]corev1.Node{} // key -> value -> nodes
@@ -99,7 +100,7 @@ func (m *Monitor) check(ctx context.Context) error {
 
 func (m *Monitor) nodesBy(ctx context.Context, key string) (map[string][]corev1.Node, error) {
 	var nodes corev1.NodeList
-	if err := m.Client.List(ctx, &nodes, client.HasLabels{key}); err != nil {
+	if err := m.Client.List(ctx, &nodes, client.HasLabels{key}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := map[string][]corev1.Node{}

@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -200,4 +203,69 @@ func jobsetPods(t *testing.T, c *framework.Cluster, jobset string) []corev1.Pod 
 		t.Fatal(err)
 	}
 	return pods.Items
+}
+
+// TestPlacementSeesOtherWorkloads: pools where another workload's TPU pods
+// run (here plain Indexed Jobs, not JobSets) are not free. With two of the
+// group's five pools busy, the seed waits and says so; when one is freed,
+// it runs, and never on the pool still busy.
+func TestPlacementSeesOtherWorkloads(t *testing.T) {
+	framework.RequireE2E(t)
+	c, _ := framework.StartCluster(t)
+	ctx := context.Background()
+	for _, pool := range []string{"multislice-group-1-np-0", "multislice-group-1-np-1"} {
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "other-" + pool[len(pool)-4:], Namespace: "default"},
+			Spec: batchv1.JobSpec{
+				CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2)),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					NodeSelector: map[string]string{"cloud.google.com/gke-nodepool": pool,
+						"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2"},
+					Containers: []corev1.Container{{Name: "worker", Image: "python:3.12",
+						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}}},
+				}},
+			},
+		}
+		if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 4, fmt.Sprintf("%d of the other workloads' 4 pods Running", len(pods.Items))
+	})
+
+	seed := seedCopy(t, "seed", "")
+	if err := c.Objects.Create(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		var got api.JobSet
+		if err := c.Objects.Get(ctx, client.ObjectKeyFromObject(seed), &got); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, "TopologyAssigned")
+		return cond != nil && cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, "best group multislice-group-1 has 3"),
+			fmt.Sprintf("conditions: %+v", got.Status.Conditions)
+	})
+	if n := scheduledPods(t, c, seed.Name); n != 0 {
+		t.Fatalf("the waiting seed has %d pods scheduled", n)
+	}
+
+	if err := c.Client.BatchV1().Jobs("default").Delete(ctx, "other-np-0", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		n := runningPods(t, c, seed.Name)
+		return n == 8, fmt.Sprintf("%d of 8 seed pods Running after a pool was freed", n)
+	})
+	for _, p := range jobsetPods(t, c, seed.Name) {
+		if strings.HasPrefix(p.Spec.NodeName, "gke-multislice-group-1-np-1-") {
+			t.Errorf("seed pod %s runs on the pool another workload holds (node %s)", p.Name, p.Spec.NodeName)
+		}
+	}
 }
