@@ -41,6 +41,7 @@ import (
 type Options struct {
 	Namespace    string
 	MetricsAddr  string
+	PprofAddr    string
 	ProbeAddr    string
 	LeaderElect  bool
 	WebhookHost  string
@@ -96,6 +97,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "multislice-manager.multislice.dev",
 		LeaderElectionNamespace: o.Namespace,
