@@ -216,7 +216,7 @@ func jobSpec(pod corev1.PodSpec) batchv1.JobSpec {
 	return batchv1.JobSpec{
 		CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(hosts)), Completions: ptr.To(int32(hosts)),
 		BackoffLimit: ptr.To(int32(0)),
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"bench": "placement"}}, Spec: pod},
+		Template:     corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"bench": "placement"}}, Spec: pod},
 	}
 }
 
