@@ -73,8 +73,8 @@ func (h Home) controllerManagerArgs(p ports) []string {
 		"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-job-syncs=20",
 		// A JobSet's headless Service selects every pod of the JobSet; by
 		// default each pod change rewrites its Endpoints (up to 1,000
-		// addresses) and EndpointSlices. Batched per second they cost the
-		// controller-manager half the CPU at a 1,024-pod start.
+		// addresses) and EndpointSlices. Batching them per second halves
+		// the controller-manager's CPU while 1,024 pods start.
 		"--endpoint-updates-batch-period=1s", "--endpointslice-updates-batch-period=1s",
 		"--profiling=false",
 	}

@@ -142,9 +142,8 @@ func ManagedByUs(js *api.JobSet) bool {
 }
 
 func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, error) {
-	// The Jobs are the cache's own objects, not copies (copying a
-	// 1,000-Job JobSet on every reconcile was most of the controller's
-	// CPU): nothing may change them. Decide only reads them; whatever the
+	// The Jobs are the cache's own objects, not copies (copying every
+	// child Job was most of a reconcile's CPU): nothing may change them. Decide only reads them; whatever the
 	// plan updates is built fresh or copied first (resumed, Suspend).
 	var list batchv1.JobList
 	if err := r.Client.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingFields{OwnerUIDIndex: string(js.UID)},
