@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/manager"
@@ -60,6 +62,7 @@ func Up(bin, fleet string, env []string, upArgs ...string) (*Cluster, error) {
 		return nil, err
 	}
 	c.Config.QPS, c.Config.Burst = 1000, 2000
+	log.SetLogger(logr.Discard()) // controller-runtime's client would warn that no logger is set
 	c.Client = kubernetes.NewForConfigOrDie(c.Config)
 	if c.Objects, err = client.New(c.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
 		c.Down()
