@@ -88,6 +88,7 @@ func TestSeedDeadlockAvoided(t *testing.T) {
 		if n := scheduledPods(t, c, loser.Name); n != 0 {
 			t.Fatalf("round %d: the waiting JobSet has %d pods scheduled", round, n)
 		}
+		deleted := time.Now()
 		if err := cl.Delete(ctx, winner, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 			t.Fatal(err)
 		}
@@ -95,6 +96,7 @@ func TestSeedDeadlockAvoided(t *testing.T) {
 			n := runningPods(t, c, loser.Name)
 			return n == 8, fmt.Sprintf("%d of 8 pods of %s Running after %s was deleted", n, loser.Name, winner.Name)
 		})
+		t.Logf("round %d: %s ran %.1fs after %s was deleted", round, loser.Name, time.Since(deleted).Seconds(), winner.Name)
 		if err := cl.Delete(ctx, loser, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
@@ -40,6 +42,7 @@ type Placer struct {
 	mu      sync.Mutex
 	held    map[types.NamespacedName]map[string]string // JobSet -> Job name -> domain
 	waiting map[types.NamespacedName]waiter
+	wake    chan event.GenericEvent
 }
 
 type waiter struct {
@@ -60,8 +63,49 @@ func (w waiter) before(o waiter) bool {
 func (p *Placer) Release(js types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.held, js)
 	delete(p.waiting, js)
+	if _, held := p.held[js]; held {
+		delete(p.held, js)
+		p.wakeWaiting()
+	}
+}
+
+// Wakeups delivers the waiting JobSets whenever a JobSet releases its
+// domains, so that the next in line starts at once instead of at its
+// next one-second look.
+func (p *Placer) Wakeups() <-chan event.GenericEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wake == nil {
+		p.wake = make(chan event.GenericEvent, 1024)
+	}
+	return p.wake
+}
+
+// wakeWaiting sends every waiting JobSet to Wakeups; the caller holds mu.
+// A full channel drops the wake-up: the one-second look still comes.
+func (p *Placer) wakeWaiting() {
+	if p.wake == nil {
+		return
+	}
+	for name := range p.waiting {
+		select {
+		case p.wake <- event.GenericEvent{Object: &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: name.Name, Namespace: name.Namespace}}}:
+		default:
+		}
+	}
+}
+
+// WaitingRequests maps a freed pod to the waiting JobSets: a pod that
+// stops or goes may have been the last one on a domain.
+func (p *Placer) WaitingRequests(context.Context, client.Object) []reconcile.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]reconcile.Request, 0, len(p.waiting))
+	for name := range p.waiting {
+		out = append(out, reconcile.Request{NamespacedName: name})
+	}
+	return out
 }
 
 func exclusiveKey(js *api.JobSet) string {

@@ -21,8 +21,13 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/metrics"
@@ -67,12 +72,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&api.JobSet{}).
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Service{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	if r.Placer != nil {
+		// Waiting JobSets start as soon as capacity frees: when a JobSet
+		// releases its domains, or a pod leaves a node.
+		b = b.WatchesRawSource(source.Channel(r.Placer.Wakeups(), &handler.EnqueueRequestForObject{})).
+			Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.Placer.WaitingRequests), builder.WithPredicates(podGone))
+	}
+	return b.Complete(r)
+}
+
+// podGone passes only deletions (a pod that finishes leaves the manager's
+// cache of active pods, which is a deletion too).
+var podGone = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // Reconcile observes, decides and acts.
