@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/multislice/multislice/internal/fleet"
@@ -60,21 +60,17 @@ func (r *Repairer) Run(ctx context.Context) error {
 // polling full lists of a 1,000-node fleet twice a second would cost the
 // apiserver more than the workloads it serves.
 func (r *Repairer) watch(ctx context.Context) error {
-	records := informers.NewSharedInformerFactoryWithOptions(r.Cloud.client, 0, informers.WithNamespace(Namespace))
+	records := informers.NewSharedInformerFactoryWithOptions(r.Cloud.client, 0, informers.WithNamespace(Namespace)).Core().V1().ConfigMaps()
 	nodes := informers.NewSharedInformerFactoryWithOptions(r.Cloud.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = gke.NodePoolLabel }))
-	r.records, r.nodes = records.Core().V1().ConfigMaps().Lister(), nodes.Core().V1().Nodes().Lister()
-	if err := nodes.Core().V1().Nodes().Informer().SetTransform(labelsOnly); err != nil {
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = gke.NodePoolLabel })).Core().V1().Nodes()
+	if err := nodes.Informer().SetTransform(labelsOnly); err != nil {
 		return err
 	}
-	records.Start(ctx.Done())
-	nodes.Start(ctx.Done())
-	for _, synced := range []map[reflect.Type]bool{records.WaitForCacheSync(ctx.Done()), nodes.WaitForCacheSync(ctx.Done())} {
-		for typ, ok := range synced {
-			if !ok {
-				return fmt.Errorf("watch %v: not synced before the repairer stopped", typ)
-			}
-		}
+	r.records, r.nodes = records.Lister(), nodes.Lister()
+	go records.Informer().Run(ctx.Done())
+	go nodes.Informer().Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), records.Informer().HasSynced, nodes.Informer().HasSynced) {
+		return fmt.Errorf("watch nodes and pool records: stopped before they were read")
 	}
 	return nil
 }
