@@ -9,9 +9,9 @@ import (
 )
 
 // StartManager runs `multislice manager` (the binary at exe) as one more
-// component of the cluster, with its webhooks reached on the loopback, and
-// waits until it serves.
-func (r *Running) StartManager(ctx context.Context, exe string) error {
+// component of the cluster, with its webhooks reached on the loopback and
+// the given feature gates ("" for the defaults), and waits until it serves.
+func (r *Running) StartManager(ctx context.Context, exe, featureGates string) error {
 	var ports [3]int
 	for i := range ports {
 		p, err := freePort()
@@ -30,6 +30,9 @@ func (r *Running) StartManager(ctx context.Context, exe string) error {
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 		"--cert-dir=" + h.path("webhook-certs"),
+	}
+	if featureGates != "" {
+		args = append(args, "--feature-gates="+featureGates)
 	}
 	if extra := os.Getenv("MULTISLICE_MANAGER_ARGS"); extra != "" {
 		args = append(args, strings.Fields(extra)...) // e.g. --feature-gates=RestartJob=true

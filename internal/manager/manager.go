@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -32,6 +31,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/slicehealth"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
 	tpuwebhook "github.com/multislice/multislice/internal/webhook/tpu"
@@ -48,10 +48,13 @@ type Options struct {
 	WebhookPort  int
 	CertDir      string
 	Endpoint     Endpoint
-	FeatureGates map[string]bool
-	Workers      int
-	QPS          float32
-	Burst        int
+	FeatureGates features.Gates
+	// NoControllers runs the webhooks alone; NoWebhooks runs the controllers
+	// alone (upstream's integration suites run them apart).
+	NoControllers, NoWebhooks bool
+	Workers                   int
+	QPS                       float32
+	Burst                     int
 	// GroupLabel and GroupSizeLabel name the multislice-group node labels.
 	GroupLabel, GroupSizeLabel string
 	// SliceGrace is how long a host may be NotReady before its slice fails.
@@ -85,12 +88,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	ca, err := certs.Ensure(ctx, clientset, certOptions(o), time.Now())
-	if err != nil {
-		return err
-	}
-	if err := InstallWebhooks(ctx, clientset, o.Endpoint, ca); err != nil {
-		return err
+	if !o.NoWebhooks {
+		ca, err := certs.Ensure(ctx, clientset, certOptions(o), time.Now())
+		if err != nil {
+			return err
+		}
+		if err := InstallWebhooks(ctx, clientset, o.Endpoint, ca); err != nil {
+			return err
+		}
 	}
 	owned := cache.ByObject{Label: ownedByJobSets()}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -115,40 +120,55 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	if !o.NoControllers {
+		if err := addControllers(mgr, o); err != nil {
+			return err
+		}
+	}
+	if !o.NoWebhooks {
+		if err := addWebhooks(mgr, clientset, o); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if !o.NoWebhooks {
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
+	}
+	return mgr.Start(ctx)
+}
+
+// addControllers registers the JobSet controller, placement and slice health.
+func addControllers(mgr ctrl.Manager, o Options) error {
 	r := &jobsetcontroller.Reconciler{
 		Client:         mgr.GetClient(),
-		Recorder:       mgr.GetEventRecorder("jobset-controller"),
+		Recorder:       mgr.GetEventRecorderFor("jobset-controller"),
 		CountsInterval: time.Second,
 		Placer:         &jobsetcontroller.Placer{Client: mgr.GetClient(), GroupLabel: o.GroupLabel, SizeLabel: o.GroupSizeLabel},
-		Gates:          jobsetcontroller.Gates{RestartJob: o.FeatureGates["RestartJob"]},
+		Gates:          o.FeatureGates,
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return err
 	}
-	wh := &jobsetwebhook.Webhook{Gates: jobsetwebhook.Gates{RestartJob: o.FeatureGates["RestartJob"], InPlaceRestart: o.FeatureGates["InPlaceRestart"]}}
-	if err := wh.SetupWithManager(mgr); err != nil {
+	if o.NoSliceHealth {
+		return nil
+	}
+	return mgr.Add(&slicehealth.Monitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-health"),
+		Grace: o.SliceGrace, Interval: 500 * time.Millisecond})
+}
+
+// addWebhooks registers the JobSet and TPU webhooks and keeps their certificate fresh.
+func addWebhooks(mgr ctrl.Manager, clientset kubernetes.Interface, o Options) error {
+	if err := (&jobsetwebhook.Webhook{Gates: o.FeatureGates}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&tpuwebhook.JobWebhook{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	monitor := &slicehealth.Monitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-health"),
-		Grace: o.SliceGrace, Interval: 500 * time.Millisecond}
-	if !o.NoSliceHealth {
-		if err := mgr.Add(monitor); err != nil {
-			return err
-		}
-	}
-	if err := mgr.Add(&certRenewer{client: clientset, options: o}); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
+	return mgr.Add(&certRenewer{client: clientset, options: o})
 }
 
 // slimNode drops what placement never reads (image lists are the bulk of a
@@ -224,21 +244,4 @@ func (c *certRenewer) Start(ctx context.Context) error {
 			}
 		}
 	}
-}
-
-// ParseGates reads --feature-gates=RestartJob=true,InPlaceRestart=false.
-func ParseGates(s string) (map[string]bool, error) {
-	known := map[string]bool{"RestartJob": true, "InPlaceRestart": true, "ElasticJobSet": true}
-	out := map[string]bool{}
-	for _, kv := range strings.Split(s, ",") {
-		if kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || (v != "true" && v != "false") || !known[k] {
-			return nil, fmt.Errorf("--feature-gates: %q: want Name=true|false with Name one of RestartJob, InPlaceRestart, ElasticJobSet", kv)
-		}
-		out[k] = v == "true"
-	}
-	return out, nil
 }

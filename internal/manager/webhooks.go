@@ -58,9 +58,11 @@ func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfigur
 	mutating := &admissionv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigName},
 		Webhooks: []admissionv1.MutatingWebhook{{
-			Name:                    "mjobset.kb.io",
-			ClientConfig:            e.clientConfig("/mutate-jobset-x-k8s-io-v1alpha2-jobset", ca),
-			Rules:                   jobsetRule(admissionv1.Create),
+			Name:         "mjobset.kb.io",
+			ClientConfig: e.clientConfig("/mutate-jobset-x-k8s-io-v1alpha2-jobset", ca),
+			// Defaulting on UPDATE too (upstream: CREATE only), so that a
+			// re-applied manifest without the defaults equals the stored spec.
+			Rules:                   jobsetRule(admissionv1.Create, admissionv1.Update),
 			FailurePolicy:           ptr.To(admissionv1.Fail),
 			SideEffects:             sideEffectsNone,
 			AdmissionReviewVersions: []string{"v1"},

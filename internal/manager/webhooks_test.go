@@ -38,15 +38,3 @@ func TestWebhookManifestMatchesRenderer(t *testing.T) {
 		t.Fatalf("%s is stale (%v): run UPDATE_GOLDEN=1 go test ./internal/manager", path, err)
 	}
 }
-
-func TestParseGates(t *testing.T) {
-	g, err := ParseGates("RestartJob=true,InPlaceRestart=false")
-	if err != nil || !g["RestartJob"] || g["InPlaceRestart"] {
-		t.Fatalf("ParseGates = %v, %v", g, err)
-	}
-	for _, bad := range []string{"RestartJob", "Nope=true", "RestartJob=yes"} {
-		if _, err := ParseGates(bad); err == nil {
-			t.Errorf("ParseGates(%q) accepted", bad)
-		}
-	}
-}

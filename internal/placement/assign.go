@@ -174,9 +174,11 @@ func match(jobs []JobRequest, domains []Domain) map[string]string {
 }
 
 // fits: every node matches the Job's nodeSelector and its taints are
-// tolerated, and there is a node for every pod.
+// tolerated, and, for TPU Jobs (one pod per host of a slice), there is a
+// node for every pod. Other pods share a domain's nodes as the scheduler
+// decides, as with upstream's exclusive placement.
 func fits(j JobRequest, d Domain) bool {
-	if len(d.Nodes) < j.Pods {
+	if j.RequestsTPU && len(d.Nodes) < j.Pods {
 		return false
 	}
 	sel := labels.SelectorFromSet(j.NodeSelector)

@@ -96,6 +96,20 @@ func TestAssign(t *testing.T) {
 			r.Jobs[0].Pods = 3
 			return r
 		}(), domains: func() []Domain { return fleet("g1:2") }, why: "0 are free"},
+		{name: "CPU pods share a small domain's nodes", req: func() Request {
+			r := slices("a", 3, false)
+			for i := range r.Jobs {
+				r.Jobs[i].Pods, r.Jobs[i].RequestsTPU, r.Jobs[i].NodeSelector = 3, false, nil
+			}
+			return r
+		}(), domains: func() []Domain {
+			var out []Domain
+			for i := range 3 {
+				v := fmt.Sprintf("cpu-%d", i)
+				out = append(out, Domain{Value: v, Nodes: []Node{{Name: v + "-0", Healthy: true, Labels: map[string]string{pool: v}}}})
+			}
+			return out
+		}, want: 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/versions"
 )
@@ -45,7 +46,7 @@ func envtestAssets(t testing.TB) string {
 }
 
 // StartEnv starts the apiserver and the manager with the given feature gates.
-func StartEnv(t testing.TB, gates map[string]bool) *Env {
+func StartEnv(t testing.TB, gates features.Gates) *Env {
 	t.Helper()
 	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	env := &envtest.Environment{

@@ -22,13 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/test/framework"
 )
 
 const wait = 20 * time.Second
 
 func TestJobSetController(t *testing.T) {
-	env := framework.StartEnv(t, nil)
+	env := framework.StartEnv(t, features.Defaults())
 	ctx := context.Background()
 	create := func(t *testing.T, js *api.JobSet) {
 		t.Helper()

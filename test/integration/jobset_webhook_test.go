@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -31,7 +32,7 @@ func tpuSlices(js *api.JobSet, topology, chips string, backoff int32) {
 }
 
 func TestJobSetWebhook(t *testing.T) {
-	env := framework.StartEnv(t, nil)
+	env := framework.StartEnv(t, features.Defaults())
 	ctx := context.Background()
 	ns := env.Namespace(t)
 

@@ -114,6 +114,14 @@ type JobSetStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +featureGate=InPlaceRestart
 	CurrentInPlaceRestartAttempt *int32 `json:"currentInPlaceRestartAttempt,omitempty"`
+
+	// executionAttempts counts the JobSet's starts: 0 for the first, one
+	// more for each restart of every Job and each resume after a suspend
+	// (upstream KEP-1282). Unset until the JobSet first runs. Child Jobs and
+	// pods carry it as jobset.sigs.k8s.io/execution-attempt.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ExecutionAttempts *int32 `json:"executionAttempts,omitempty"`
 }
 
 // ReplicatedJobStatus counts the Jobs of one replicated job.

@@ -44,6 +44,10 @@ const (
 	// InPlaceRestartAttemptKey and DisableInPlaceRestartKey belong to the
 	// in-place restart agent (InPlaceRestart gate).
 	InPlaceRestartAttemptKey = "jobset.sigs.k8s.io/in-place-restart-attempt"
+	// ExecutionAttemptKey, a label and annotation on child Jobs and their
+	// pods, is status.executionAttempts when the Job was created or resumed
+	// (upstream KEP-1282), so logs of each start separate cleanly.
+	ExecutionAttemptKey      = "jobset.sigs.k8s.io/execution-attempt"
 	DisableInPlaceRestartKey = "jobset.sigs.k8s.io/disable-in-place-restart"
 )
 

@@ -13,13 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/manager"
 )
 
 // NewCmdManager is `multislice manager`.
 func NewCmdManager(f *cli.Factory) *cobra.Command {
 	o := manager.Options{}
-	var kubeconfig, gates, webhookURL string
+	var kubeconfig, gates, webhookURL, controllers, webhooks string
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the JobSet controller and the admission webhooks",
@@ -27,8 +28,17 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.WriteTo(f.Err)))
 			var err error
-			if o.FeatureGates, err = manager.ParseGates(gates); err != nil {
+			if o.FeatureGates, err = features.Parse(gates); err != nil {
 				return err
+			}
+			if o.NoControllers, err = onOff("--controllers", controllers); err != nil {
+				return err
+			}
+			if o.NoWebhooks, err = onOff("--webhooks", webhooks); err != nil {
+				return err
+			}
+			if o.NoControllers && o.NoWebhooks {
+				return fmt.Errorf("--controllers=none and --webhooks=none leave nothing to run: keep one of them")
 			}
 			o.Endpoint = manager.Endpoint{ServiceNamespace: o.Namespace, URLBase: webhookURL}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -49,7 +59,9 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	fl.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
 	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/multislice-webhook-certs", "where the managed serving certificate is written")
 	fl.StringVar(&webhookURL, "webhook-url", "", "reach the webhooks at this URL base (e.g. https://127.0.0.1:9443) instead of through the Service")
-	fl.StringVar(&gates, "feature-gates", "", "alpha features, e.g. RestartJob=true")
+	fl.StringVar(&gates, "feature-gates", "", features.Help())
+	fl.StringVar(&controllers, "controllers", "all", "all: run the JobSet controller, placement and slice health; none: webhooks only")
+	fl.StringVar(&webhooks, "webhooks", "all", "all: serve and install the admission webhooks; none: controllers only")
 	fl.StringVar(&o.GroupLabel, "group-label", "MultisliceGroup", "node label naming a node pool's multislice group")
 	fl.StringVar(&o.GroupSizeLabel, "group-size-label", "MultisliceGroupSize", "node label giving the size of a multislice group")
 	fl.DurationVar(&o.SliceGrace, "slice-notready-grace", 10*time.Second, "how long one host of a slice may be NotReady before the slice is failed and its JobSet restarted")
@@ -58,4 +70,15 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", 500, "client request burst")
 	return cmd
+}
+
+// onOff reads an all|none switch; it returns true for none (switched off).
+func onOff(flag, v string) (bool, error) {
+	switch v {
+	case "all":
+		return false, nil
+	case "none":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q: want all or none", flag, v)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cloud"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
@@ -30,6 +31,8 @@ type Options struct {
 	// NoManager leaves the Multislice manager out (a plain control plane,
 	// e.g. to measure what upstream behaviour alone does).
 	NoManager bool
+	// FeatureGates are passed to the manager, e.g. RestartJob=true.
+	FeatureGates string
 	// RepairDelay is how long the simulated cloud takes to recreate a broken slice.
 	RepairDelay time.Duration
 }
@@ -63,12 +66,16 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 3*time.Minute, "give up if the fleet is not Ready by then")
 	cmd.Flags().Bool("print-default-fleet", false, "print the default fleet config and exit")
 	cmd.Flags().DurationVar(&opts.RepairDelay, "repair-delay", 10*time.Second, "time the simulated cloud takes to recreate a broken slice")
+	cmd.Flags().StringVar(&opts.FeatureGates, "feature-gates", "", "feature gates of the Multislice manager, e.g. RestartJob=true,ElasticJobSet=true (see `multislice manager --help`)")
 	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "do not install the JobSet CRD or start the Multislice manager")
 	return cmd
 }
 
 // Run starts the cluster and provisions the fleet.
 func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
+	if _, err := features.Parse(opts.FeatureGates); err != nil {
+		return err
+	}
 	cfg := fleet.Default()
 	if opts.FleetFile != "" {
 		var err error
@@ -141,7 +148,7 @@ func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg 
 		return err
 	}
 	if !opts.NoManager {
-		if err := r.StartManager(ctx, exe); err != nil {
+		if err := r.StartManager(ctx, exe, opts.FeatureGates); err != nil {
 			return err
 		}
 	}

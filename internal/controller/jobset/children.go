@@ -18,6 +18,9 @@ type children struct {
 	previous []*batchv1.Job
 	// active, succeeded and failed belong to the current attempt.
 	active, succeeded, failed []*batchv1.Job
+	// surplus belong to the current attempt but no longer to the spec: an
+	// elastic scale-down lowered their replicated job's replicas.
+	surplus []*batchv1.Job
 	// byName holds every Job, of any attempt, by name.
 	byName map[string]*batchv1.Job
 }
@@ -28,6 +31,10 @@ func sortChildren(js *api.JobSet, jobs []*batchv1.Job, restartJobGate bool) chil
 		c.byName[j.Name] = j
 		if isPrevious(js, j, restartJobGate) {
 			c.previous = append(c.previous, j)
+			continue
+		}
+		if !inSpec(js, j) {
+			c.surplus = append(c.surplus, j)
 			continue
 		}
 		switch jobFinished(j) {
@@ -60,6 +67,20 @@ func isPrevious(js *api.JobSet, j *batchv1.Job, restartJobGate bool) bool {
 	want := jobRestarts(js, j.Labels[api.ReplicatedJobNameKey], idx)
 	got, _ := strconv.Atoi(j.Labels[api.JobRestartsKey])
 	return int32(got) < want
+}
+
+// inSpec: the Job's replicated job exists and its index is below replicas.
+func inSpec(js *api.JobSet, j *batchv1.Job) bool {
+	idx, err := strconv.Atoi(j.Labels[api.JobIndexKey])
+	if err != nil {
+		return true // not ours to judge; upstream keeps such Jobs too
+	}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.Name == j.Labels[api.ReplicatedJobNameKey] {
+			return idx < int(rj.Replicas)
+		}
+	}
+	return false
 }
 
 func jobRestarts(js *api.JobSet, rjob string, idx int) int32 {

@@ -52,7 +52,7 @@ func groupName(rj *api.ReplicatedJob) string {
 
 // keys are the labels and annotations upstream writes on each child Job
 // and its pod template.
-func keys(js *api.JobSet, id jobIdentity, jobName string, restartJobGate bool) map[string]string {
+func keys(js *api.JobSet, id jobIdentity, jobName string, restartJobGate bool, execution *int32) map[string]string {
 	k := map[string]string{
 		api.JobSetNameKey:         js.Name,
 		api.JobSetUIDKey:          string(js.UID),
@@ -69,6 +69,9 @@ func keys(js *api.JobSet, id jobIdentity, jobName string, restartJobGate bool) m
 	}
 	if restartJobGate {
 		k[api.JobRestartsKey] = strconv.Itoa(int(jobRestarts(js, id.rjob.Name, id.index)))
+	}
+	if execution != nil {
+		k[api.ExecutionAttemptKey] = strconv.Itoa(int(*execution))
 	}
 	if js.Spec.Coordinator != nil {
 		k[api.CoordinatorKey] = naming.CoordinatorEndpoint(js)
@@ -90,11 +93,12 @@ func exclusiveAnnotations(js *api.JobSet, rj *api.ReplicatedJob) map[string]stri
 	return out
 }
 
-// constructJob builds child Job id from its template.
-func constructJob(js *api.JobSet, id jobIdentity, restartJobGate bool) *batchv1.Job {
+// constructJob builds child Job id from its template; execution is the
+// execution attempt it belongs to (nil: not counted).
+func constructJob(js *api.JobSet, id jobIdentity, restartJobGate bool, execution *int32) *batchv1.Job {
 	rj := id.rjob
 	name := naming.JobName(js.Name, rj.Name, id.index)
-	k := keys(js, id, name, restartJobGate)
+	k := keys(js, id, name, restartJobGate, execution)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,

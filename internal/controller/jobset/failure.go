@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 )
 
 // matchRule finds the first rule, in order, that some failed Job matches,
@@ -54,7 +55,7 @@ func withFirstFailed(msg string, j *batchv1.Job) string {
 
 // applyFailurePolicy decides what the failure of c.failed means for js.
 // It edits the status (restarts, conditions, terminal state) and events.
-func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, restartJobGate bool) {
+func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, gates features.Gates) {
 	fp := js.Spec.FailurePolicy
 	if fp == nil {
 		e.fail(api.FailedJobsReason, withFirstFailed(api.FailedJobsMessage, firstFailed(c.failed)))
@@ -67,7 +68,7 @@ func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, restartJobG
 	} else {
 		action, reason = rule.Action, api.FailurePolicyRuleReasonPrefix+rule.Name
 	}
-	if !restartJobGate {
+	if !gates.RestartJob {
 		// The webhook refuses single-Job actions without the RestartJob gate;
 		// an object admitted elsewhere gets the whole-JobSet equivalent.
 		switch action {
@@ -88,6 +89,10 @@ func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, restartJobG
 			return
 		}
 		e.status.Restarts++
+		if gates.ExecutionAttemptsTracking {
+			countRestart(e.status)
+		}
+		restartInOrder(js, e)
 		eventReason, msg := api.RestartJobSetAndIgnoreMaxRestartsActionReason, "applying RestartJobSetAndIgnoreMaxRestarts failure policy action"
 		if counts {
 			e.status.RestartsCountTowardsMax++

@@ -147,7 +147,7 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 	if err != nil {
 		return err
 	}
-	domains, err := p.domains(ctx, key)
+	domains, pins, err := p.domains(ctx, key, js)
 	if err != nil {
 		return err
 	}
@@ -157,8 +157,17 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 	if p.held == nil {
 		p.held, p.waiting = map[types.NamespacedName]map[string]string{}, map[types.NamespacedName]waiter{}
 	}
-	req := p.request(js, key, all)
-	p.markHolders(domains)
+	// What this JobSet holds is read from its Jobs in the cluster (their
+	// pins survive a restart of the manager); memory adds only the Jobs of
+	// this request not created yet, so a Job scaled away frees its domain.
+	mine := pins
+	for _, j := range all {
+		if d, ok := p.held[name][j.Name]; ok && mine[j.Name] == "" {
+			mine[j.Name] = d
+		}
+	}
+	req := p.request(js, key, all, mine)
+	p.markHolders(domains, name, mine, req)
 	me := waiter{key: key, priority: priority, created: js.CreationTimestamp.Time, request: req}
 	result := placement.Assign(req, domains)
 	if result.Domains != nil {
@@ -174,9 +183,7 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 		e.put(TopologyAssigned, metav1.ConditionFalse, "InsufficientCapacity", result.Why, corev1.EventTypeWarning)
 	} else {
 		delete(p.waiting, name)
-		if p.held[name] == nil {
-			p.held[name] = map[string]string{}
-		}
+		p.held[name] = mine
 		for _, j := range all {
 			p.held[name][j.Name] = result.Domains[j.Name]
 		}
@@ -212,7 +219,7 @@ func summary(m map[string]string) string {
 	return out
 }
 
-func (p *Placer) request(js *api.JobSet, key string, jobs []*batchv1.Job) placement.Request {
+func (p *Placer) request(js *api.JobSet, key string, jobs []*batchv1.Job, mine map[string]string) placement.Request {
 	name := client.ObjectKeyFromObject(js)
 	req := placement.Request{JobSet: name.String(), Key: key}
 	for _, j := range jobs {
@@ -228,7 +235,7 @@ func (p *Placer) request(js *api.JobSet, key string, jobs []*batchv1.Job) placem
 		}
 		req.Jobs = append(req.Jobs, placement.JobRequest{
 			Name: j.Name, Pods: int(ptr.Deref(j.Spec.Parallelism, 1)), NodeSelector: sel,
-			Tolerations: spec.Tolerations, RequestsTPU: requestsTPU(spec), Previous: p.held[name][j.Name],
+			Tolerations: spec.Tolerations, RequestsTPU: requestsTPU(spec), Previous: mine[j.Name],
 		})
 	}
 	return req
@@ -246,14 +253,29 @@ func requestsTPU(spec corev1.PodSpec) bool {
 	return false
 }
 
-// markHolders records which JobSet holds each domain: from this process's
-// assignments, and from the pins of existing Jobs (which survive a restart
-// of the manager).
-func (p *Placer) markHolders(domains []placement.Domain) {
+// markHolders records who holds each domain: other JobSets' assignments
+// made by this process, and this JobSet's own Jobs that are not part of the
+// request (e.g. the first Job of an attempt created before the manager
+// restarted, or the Jobs that stay when a JobSet scales up): a domain is
+// never given to a second Job of the same JobSet. Pins of existing Jobs
+// were marked by domains already.
+func (p *Placer) markHolders(domains []placement.Domain, me types.NamespacedName, mine map[string]string, req placement.Request) {
 	holder := map[string]string{}
 	for js, jobs := range p.held {
+		if js == me {
+			continue
+		}
 		for _, d := range jobs {
 			holder[d] = js.String()
+		}
+	}
+	requested := map[string]bool{}
+	for _, j := range req.Jobs {
+		requested[j.Name] = true
+	}
+	for job, d := range mine {
+		if !requested[job] {
+			holder[d] = me.String() + " (its Job " + job + ")"
 		}
 	}
 	for i := range domains {
@@ -286,26 +308,40 @@ func (p *Placer) aheadOf(me types.NamespacedName, w waiter, domains []placement.
 	return ""
 }
 
-// domains groups the nodes carrying the topology key into domains.
-func (p *Placer) domains(ctx context.Context, key string) ([]placement.Domain, error) {
+// domains groups the nodes carrying the topology key into domains, each
+// held by the JobSet whose Job is pinned there; pins are js's own Jobs'
+// domains by Job name.
+func (p *Placer) domains(ctx context.Context, key string, js *api.JobSet) (out []placement.Domain, pins map[string]string, err error) {
 	// Read-only views of the cache: copying 1,000 nodes per placement is waste.
 	var nodes corev1.NodeList
 	if err := p.Client.List(ctx, &nodes, client.HasLabels{key}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
 	var jobs batchv1.JobList
 	if err := p.Client.List(ctx, &jobs, client.HasLabels{api.JobSetNameKey}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, nil, fmt.Errorf("list jobs: %w", err)
 	}
-	pinned := map[string]string{}
-	for _, j := range jobs.Items {
-		if d := j.Spec.Template.Spec.NodeSelector[key]; d != "" && j.DeletionTimestamp == nil && jobFinished(&j) == "" {
-			pinned[d] = j.Namespace + "/" + j.Labels[api.JobSetNameKey]
+	pinned, pins := map[string]string{}, map[string]string{}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		d := j.Spec.Template.Spec.NodeSelector[key]
+		if d == "" || jobFinished(j) != "" {
+			continue
 		}
+		if j.Labels[api.JobSetUIDKey] == string(js.UID) {
+			// Its own Jobs, even those going away: a Job being recreated
+			// comes back to its domain; others keep theirs (markHolders).
+			pins[j.Name] = d
+			continue
+		}
+		// Another JobSet's Job, even one being deleted: a restart brings it
+		// back to the same domain, and a manager that restarted meanwhile
+		// knows that only from the cluster.
+		pinned[d] = j.Namespace + "/" + j.Labels[api.JobSetNameKey]
 	}
 	occupied, err := p.occupants(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byValue := map[string]*placement.Domain{}
 	var order []string
@@ -327,11 +363,11 @@ func (p *Placer) domains(ctx context.Context, key string) ([]placement.Domain, e
 		}
 	}
 	sort.Strings(order)
-	out := make([]placement.Domain, len(order))
+	out = make([]placement.Domain, len(order))
 	for i, v := range order {
 		out[i] = *byValue[v]
 	}
-	return out, nil
+	return out, pins, nil
 }
 
 // occupants maps each node to the workload whose TPU pods run on it: the

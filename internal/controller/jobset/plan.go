@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/naming"
 )
 
@@ -22,12 +23,7 @@ type Observed struct {
 	// ServiceExists tells whether the headless Service is there.
 	ServiceExists bool
 	Now           time.Time
-	Gates         Gates
-}
-
-// Gates are the alpha features the controller honours.
-type Gates struct {
-	RestartJob bool
+	Gates         features.Gates
 }
 
 // Plan is what a reconcile should do, decided by Decide from Observed alone.
@@ -39,6 +35,8 @@ type Plan struct {
 	Events []Event
 
 	Create []*batchv1.Job
+	// Scale are active Jobs with new parallelism/completions (ElasticJobSet).
+	Scale []*batchv1.Job
 	// Pending are Jobs of the current attempt that cannot be created yet
 	// because their previous incarnation is still going away; placement
 	// reserves their domains together with Create, so a restart stays a gang.
@@ -72,6 +70,9 @@ func Decide(o Observed) (p Plan) {
 
 	c := sortChildren(js, o.Jobs, o.Gates.RestartJob)
 	status.ReplicatedJobsStatus = replicatedJobsStatus(js, c)
+	if o.Gates.ExecutionAttemptsTracking {
+		countExecution(js, &status)
+	}
 
 	if _, cond := finished(&js.Status); cond != nil {
 		p.Delete = notDeleting(c.active)
@@ -82,13 +83,13 @@ func Decide(o Observed) (p Plan) {
 	if len(p.Delete) > 0 {
 		p.DeletePodsGrace = restartGrace(js)
 	}
+	p.Delete = append(p.Delete, notDeleting(c.surplus)...)
 
-	suspended := ptr.Deref(js.Spec.Suspend, false)
-	if !suspended && allReadyOrSucceeded(js, status.ReplicatedJobsStatus) {
+	if !ptr.Deref(js.Spec.Suspend, false) && allReadyOrSucceeded(js, status.ReplicatedJobsStatus) {
 		e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobsReadyReason, api.JobsReadyMessage, "")
 	}
 	if len(c.failed) > 0 {
-		applyFailurePolicy(js, c, e, o.Gates.RestartJob)
+		applyFailurePolicy(js, c, e, o.Gates)
 		return p
 	}
 	if len(c.succeeded) > 0 && succeeded(js, status.ReplicatedJobsStatus) {
@@ -99,8 +100,12 @@ func Decide(o Observed) (p Plan) {
 		p.Service = headlessService(js)
 	}
 	p.Claims = claims(js)
+	if o.Gates.ElasticJobSet {
+		p.Scale = rescaled(js, c.active)
+	}
 
-	startable := startable(js, status.ReplicatedJobsStatus, e)
+	suspended := ptr.Deref(js.Spec.Suspend, false)
+	startable := startable(js, status.ReplicatedJobsStatus, e, suspended)
 	blocked := len(c.previous) > 0 && js.Spec.FailurePolicy != nil &&
 		js.Spec.FailurePolicy.RestartStrategy == api.BlockingRecreate
 	previous := map[string]bool{}
@@ -115,9 +120,9 @@ func Decide(o Observed) (p Plan) {
 		_, exists := c.byName[name]
 		switch {
 		case !exists && !blocked:
-			p.Create = append(p.Create, constructJob(js, id, o.Gates.RestartJob))
+			p.Create = append(p.Create, constructJob(js, id, o.Gates.RestartJob, status.ExecutionAttempts))
 		case !exists || previous[name]:
-			p.Pending = append(p.Pending, constructJob(js, id, o.Gates.RestartJob))
+			p.Pending = append(p.Pending, constructJob(js, id, o.Gates.RestartJob, status.ExecutionAttempts))
 		}
 	}
 
@@ -132,7 +137,7 @@ func Decide(o Observed) (p Plan) {
 	} else {
 		for _, j := range c.active {
 			if ptr.Deref(j.Spec.Suspend, false) && startable[j.Labels[api.ReplicatedJobNameKey]] {
-				p.Resume = append(p.Resume, resumed(js, j))
+				p.Resume = append(p.Resume, resumed(js, j, status.ExecutionAttempts))
 			}
 		}
 		e.set(api.JobSetSuspended, metav1.ConditionFalse, api.ResumedReason, api.ResumedMessage, corev1.EventTypeNormal)
@@ -216,10 +221,18 @@ func ttlExpired(js *api.JobSet, cond *metav1.Condition, now time.Time) (bool, ti
 }
 
 // resumed returns a copy of j unsuspended, with the pod-template fields
-// Kueue may have changed while the JobSet was suspended merged in.
-func resumed(js *api.JobSet, j *batchv1.Job) *batchv1.Job {
+// Kueue may have changed while the JobSet was suspended merged in, and the
+// execution attempt it resumes in (set in the same update as the resume,
+// so no pod starts with a stale one).
+func resumed(js *api.JobSet, j *batchv1.Job, execution *int32) *batchv1.Job {
 	out := j.DeepCopy()
 	out.Spec.Suspend = ptr.To(false)
+	if execution != nil {
+		a := map[string]string{api.ExecutionAttemptKey: strconv.Itoa(int(*execution))}
+		out.Labels, out.Annotations = merge(out.Labels, a), merge(out.Annotations, a)
+		t := &out.Spec.Template
+		t.Labels, t.Annotations = merge(t.Labels, a), merge(t.Annotations, a)
+	}
 	for _, rj := range js.Spec.ReplicatedJobs {
 		if rj.Name != j.Labels[api.ReplicatedJobNameKey] {
 			continue

@@ -35,7 +35,7 @@ func jobSet(replicas int32, edit ...func(*api.JobSet)) *api.JobSet {
 func childJobs(js *api.JobSet, outcomes ...batchv1.JobConditionType) []*batchv1.Job {
 	var out []*batchv1.Job
 	for _, id := range identities(js) {
-		j := constructJob(js, id, false)
+		j := constructJob(js, id, false, nil)
 		if id.index < len(outcomes) && outcomes[id.index] != "" {
 			j.Status.Conditions = []batchv1.JobCondition{{Type: outcomes[id.index], Status: corev1.ConditionTrue,
 				Reason: "BackoffLimitExceeded", LastTransitionTime: metav1.NewTime(now.Add(time.Duration(-id.index) * time.Second))}}

@@ -17,7 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/metrics"
 )
 
@@ -39,9 +40,11 @@ const OwnerUIDIndex = ".metadata.controller.uid"
 
 // Reconciler reconciles JobSets.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
-	Gates    Gates
+	Client client.Client
+	// Recorder writes core/v1 Events: a repeated event (same reason and
+	// message) becomes one Event with a rising count, as kubectl shows it.
+	Recorder record.EventRecorder
+	Gates    features.Gates
 	// Parallelism bounds concurrent child-Job creates and deletes.
 	Parallelism int
 	// Placer pins the Jobs of exclusive-topology JobSets to domains; nil
@@ -222,6 +225,10 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, createErr.Error())
 		errs = append(errs, createErr)
 	}
+	errs = append(errs, r.parallel(ctx, p.Scale, func(j *batchv1.Job) error {
+		patch := fmt.Sprintf(`{"spec":{"parallelism":%d,"completions":%d}}`, *j.Spec.Parallelism, *j.Spec.Completions)
+		return r.Client.Patch(ctx, j, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}))
 	errs = append(errs, r.parallel(ctx, p.Suspend, func(j *batchv1.Job) error {
 		j = j.DeepCopy()
 		j.Spec.Suspend = ptr.To(true)
@@ -270,6 +277,6 @@ func (r *Reconciler) parallel(ctx context.Context, jobs []*batchv1.Job, f func(*
 
 func (r *Reconciler) event(js *api.JobSet, typ, reason, msg string) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(js, nil, typ, reason, "Reconciling", "%s", msg)
+		r.Recorder.Event(js, typ, reason, msg)
 	}
 }

@@ -8,8 +8,10 @@ import (
 
 // startable says which replicated jobs may have their Jobs created or
 // resumed now, honouring dependsOn and startupPolicy InOrder; it keeps the
-// StartupPolicy conditions up to date.
-func startable(js *api.JobSet, st []api.ReplicatedJobStatus, e *statusEditor) map[string]bool {
+// StartupPolicy conditions up to date. While the JobSet is suspended InOrder
+// holds nothing back: every Job is created, suspended, and resuming starts
+// them in order.
+func startable(js *api.JobSet, st []api.ReplicatedJobStatus, e *statusEditor, suspended bool) map[string]bool {
 	out := make(map[string]bool, len(js.Spec.ReplicatedJobs))
 	byName := map[string]api.ReplicatedJobStatus{}
 	replicas := map[string]int32{}
@@ -23,8 +25,7 @@ func startable(js *api.JobSet, st []api.ReplicatedJobStatus, e *statusEditor) ma
 		}
 		return s.Failed+s.Ready+s.Succeeded == replicas[name]
 	}
-	inOrder := js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == api.InOrder &&
-		!conditionTrue(e.status, api.JobSetStartupPolicyCompleted)
+	inOrder := isInOrder(js) && (suspended || !conditionTrue(e.status, api.JobSetStartupPolicyCompleted))
 	previousReady := true
 	for _, rj := range js.Spec.ReplicatedJobs {
 		ok := true
@@ -32,20 +33,36 @@ func startable(js *api.JobSet, st []api.ReplicatedJobStatus, e *statusEditor) ma
 			ok = ok && reached(d.Name, d.Status)
 		}
 		if inOrder {
-			ok = ok && previousReady
+			ok = ok && (previousReady || suspended)
 			previousReady = previousReady && reached(rj.Name, api.DependencyReady)
 		}
 		out[rj.Name] = ok
 	}
 	if inOrder {
-		if previousReady {
+		if previousReady && !suspended {
 			e.set(api.JobSetStartupPolicyCompleted, metav1.ConditionTrue, api.InOrderStartupPolicyCompletedReason, api.InOrderStartupPolicyCompletedMessage, "Normal")
 			e.set(api.JobSetStartupPolicyInProgress, metav1.ConditionFalse, api.InOrderStartupPolicyInProgressReason, api.InOrderStartupPolicyInProgressMessage, "")
 		} else {
-			e.set(api.JobSetStartupPolicyInProgress, metav1.ConditionTrue, api.InOrderStartupPolicyInProgressReason, api.InOrderStartupPolicyInProgressMessage, "Normal")
+			startInOrderAgain(e)
 		}
 	}
 	return out
+}
+
+func isInOrder(js *api.JobSet) bool {
+	return js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == api.InOrder
+}
+
+// restartInOrder: a restart's new attempt starts in order again.
+func restartInOrder(js *api.JobSet, e *statusEditor) {
+	if isInOrder(js) {
+		startInOrderAgain(e)
+	}
+}
+
+func startInOrderAgain(e *statusEditor) {
+	e.set(api.JobSetStartupPolicyCompleted, metav1.ConditionFalse, api.InOrderStartupPolicyInProgressReason, api.InOrderStartupPolicyInProgressMessage, "")
+	e.set(api.JobSetStartupPolicyInProgress, metav1.ConditionTrue, api.InOrderStartupPolicyInProgressReason, api.InOrderStartupPolicyInProgressMessage, "Normal")
 }
 
 func conditionTrue(st *api.JobSetStatus, t api.JobSetConditionType) bool {

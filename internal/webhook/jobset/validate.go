@@ -16,14 +16,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/naming"
 	"github.com/multislice/multislice/internal/webhook/tpu"
 )
-
-// Gates are the alpha features admission allows.
-type Gates struct {
-	RestartJob, InPlaceRestart bool
-}
 
 var (
 	ruleNameRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
@@ -37,7 +33,7 @@ var (
 )
 
 // ValidateCreate checks a new JobSet with upstream's rules.
-func ValidateCreate(js *api.JobSet, gates Gates) field.ErrorList {
+func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	name := js.Name
@@ -141,7 +137,7 @@ func validateReplicatedJob(js *api.JobSet, jsName string, i int, rj *api.Replica
 	return errs
 }
 
-func validateFailurePolicy(js *api.JobSet, rjobs map[string]*api.ReplicatedJob, gates Gates, p *field.Path) field.ErrorList {
+func validateFailurePolicy(js *api.JobSet, rjobs map[string]*api.ReplicatedJob, gates features.Gates, p *field.Path) field.ErrorList {
 	fp := js.Spec.FailurePolicy
 	if fp == nil {
 		return nil
@@ -257,31 +253,98 @@ func validateClaims(js *api.JobSet, jsName string, p *field.Path) field.ErrorLis
 
 // ValidateUpdate: replicated jobs are immutable, except that while the
 // JobSet is (or was) suspended the pod template's labels, annotations,
-// nodeSelector, tolerations and schedulingGates may change (the Kueue path);
-// managedBy never changes. The CRD's CEL rules guard the other fields.
-func ValidateUpdate(old, js *api.JobSet, gates Gates) field.ErrorList {
+// nodeSelector, tolerations and schedulingGates may change (the Kueue path),
+// and with the ElasticJobSet gate an Indexed replicated job's parallelism
+// and completions (kept equal) and its replicas may change while the JobSet
+// has not finished; managedBy never changes. The CRD's CEL rules guard the
+// other fields.
+func ValidateUpdate(old, js *api.JobSet, gates features.Gates) field.ErrorList {
 	errs := ValidateCreate(js, gates)
 	spec := field.NewPath("spec")
 	if !apiequality.Semantic.DeepEqual(old.Spec.ManagedBy, js.Spec.ManagedBy) {
 		errs = append(errs, field.Invalid(spec.Child("managedBy"), ptr.Deref(js.Spec.ManagedBy, ""), "is immutable: delete and recreate the JobSet to change it"))
 	}
-	mutable := ptr.Deref(old.Spec.Suspend, false) || ptr.Deref(js.Spec.Suspend, false)
-	oldJobs, newJobs := old.Spec.ReplicatedJobs, js.Spec.ReplicatedJobs
-	if mutable && len(oldJobs) == len(newJobs) {
-		oldJobs = make([]api.ReplicatedJob, len(old.Spec.ReplicatedJobs))
-		for i := range oldJobs {
-			oldJobs[i] = *old.Spec.ReplicatedJobs[i].DeepCopy()
-			from, to := &newJobs[i].Template.Spec.Template, &oldJobs[i].Template.Spec.Template
+	suspended := ptr.Deref(old.Spec.Suspend, false) || ptr.Deref(js.Spec.Suspend, false)
+	olds := map[string]*api.ReplicatedJob{}
+	for i := range old.Spec.ReplicatedJobs {
+		olds[old.Spec.ReplicatedJobs[i].Name] = &old.Spec.ReplicatedJobs[i]
+	}
+	// Compare the new replicated jobs with what may change masked by the old values.
+	masked := make([]api.ReplicatedJob, len(js.Spec.ReplicatedJobs))
+	for i := range js.Spec.ReplicatedJobs {
+		masked[i] = *js.Spec.ReplicatedJobs[i].DeepCopy()
+		o := olds[masked[i].Name]
+		if o == nil {
+			continue
+		}
+		if gates.ElasticJobSet {
+			errs = append(errs, validateElastic(old, o, &js.Spec.ReplicatedJobs[i], spec.Child("replicatedJobs").Index(i))...)
+			if indexed(&masked[i]) {
+				masked[i].Replicas = o.Replicas
+				masked[i].Template.Spec.Parallelism, masked[i].Template.Spec.Completions = o.Template.Spec.Parallelism, o.Template.Spec.Completions
+			}
+		}
+		if suspended {
+			from, to := &o.Template.Spec.Template, &masked[i].Template.Spec.Template
 			to.Labels, to.Annotations = from.Labels, from.Annotations
 			to.Spec.NodeSelector, to.Spec.Tolerations, to.Spec.SchedulingGates = from.Spec.NodeSelector, from.Spec.Tolerations, from.Spec.SchedulingGates
 		}
 	}
-	if !apiequality.Semantic.DeepEqual(oldJobs, newJobs) {
-		msg := "is immutable"
-		if !mutable {
+	if !apiequality.Semantic.DeepEqual(old.Spec.ReplicatedJobs, masked) {
+		msg := "field is immutable"
+		if !suspended {
 			msg += "; while the JobSet is suspended, its pod templates' labels, annotations, nodeSelector, tolerations and schedulingGates may change"
+		}
+		if !gates.ElasticJobSet {
+			msg += "; with the ElasticJobSet feature gate, an Indexed replicated job's parallelism, completions and replicas may change"
 		}
 		errs = append(errs, field.Forbidden(spec.Child("replicatedJobs"), msg))
 	}
 	return errs
+}
+
+func indexed(rj *api.ReplicatedJob) bool {
+	return ptr.Deref(rj.Template.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
+}
+
+// validateElastic checks a scaling change of one replicated job with
+// upstream's rules (KEP-463); replicas follow the same rules (upstream keeps
+// them immutable for now; its KEP plans this).
+func validateElastic(old *api.JobSet, o, rj *api.ReplicatedJob, p *field.Path) field.ErrorList {
+	n, was := rj.Template.Spec, o.Template.Spec
+	pChanged, cChanged := !ptr.Equal(n.Parallelism, was.Parallelism), !ptr.Equal(n.Completions, was.Completions)
+	rChanged := rj.Replicas != o.Replicas
+	if !indexed(rj) || !pChanged && !cChanged && !rChanged {
+		return nil // a NonIndexed change falls to "field is immutable"
+	}
+	if _, done := finishedState(old); done {
+		return field.ErrorList{field.Forbidden(p.Child("template", "spec"),
+			"parallelism, completions and replicas cannot change once the JobSet has finished (Completed or Failed)")}
+	}
+	var errs field.ErrorList
+	tp := p.Child("template", "spec")
+	if pChanged && n.Parallelism != nil && *n.Parallelism < 1 {
+		errs = append(errs, field.Invalid(tp.Child("parallelism"), *n.Parallelism, "parallelism must be >= 1"))
+	}
+	if cChanged && n.Completions != nil && *n.Completions < 1 {
+		errs = append(errs, field.Invalid(tp.Child("completions"), *n.Completions, "completions must be >= 1"))
+	}
+	if (pChanged || cChanged) && n.Parallelism != nil && n.Completions != nil && *n.Parallelism != *n.Completions {
+		errs = append(errs, field.Invalid(tp.Child("completions"), *n.Completions,
+			"completions must be equal to parallelism for Elastic Indexed Jobs: set both to the same value"))
+	}
+	if rChanged && rj.Replicas < 1 {
+		errs = append(errs, field.Invalid(p.Child("replicas"), rj.Replicas, "replicas must be >= 1: suspend or delete the JobSet to stop it"))
+	}
+	return errs
+}
+
+// finishedState reports the JobSet's terminal condition, if any.
+func finishedState(js *api.JobSet) (string, bool) {
+	for _, c := range js.Status.Conditions {
+		if (c.Type == string(api.JobSetCompleted) || c.Type == string(api.JobSetFailed)) && c.Status == "True" {
+			return c.Type, true
+		}
+	}
+	return "", false
 }

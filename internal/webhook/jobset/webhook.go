@@ -9,11 +9,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 )
 
 // Webhook serves /mutate-jobset-x-k8s-io-v1alpha2-jobset and
 // /validate-jobset-x-k8s-io-v1alpha2-jobset, the paths upstream uses.
-type Webhook struct{ Gates Gates }
+type Webhook struct{ Gates features.Gates }
 
 // SetupWithManager registers both webhooks.
 func (w *Webhook) SetupWithManager(mgr ctrl.Manager) error {

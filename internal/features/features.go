@@ -1,0 +1,91 @@
+// Package features owns Multislice's feature gates: their names, defaults
+// and what each one changes. The controller and the webhooks read one Gates
+// value; `multislice manager --feature-gates` and `multislice up
+// --feature-gates` parse it here.
+package features
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Gate names, as upstream JobSet spells them.
+const (
+	RestartJob                = "RestartJob"
+	InPlaceRestart            = "InPlaceRestart"
+	ElasticJobSet             = "ElasticJobSet"
+	ExecutionAttemptsTracking = "ExecutionAttemptsTracking"
+)
+
+// Gate describes one feature gate.
+type Gate struct {
+	Name    string
+	Default bool
+	// Stage is upstream's maturity ("alpha"), or "ahead" for a feature
+	// upstream has designed but not built.
+	Stage string
+	Doc   string
+}
+
+// All lists every gate, in the order help and docs show them.
+var All = []Gate{
+	{RestartJob, false, "alpha", "failure-policy actions RestartJob and RestartJobAndIgnoreMaxRestarts: restart only the failed Job (at most 1024 replicas per replicated job); off: refused at admission"},
+	{InPlaceRestart, false, "alpha", "failurePolicy.restartStrategy InPlaceRestart is admitted (KEP-467); off: refused at admission"},
+	{ElasticJobSet, false, "alpha", "parallelism/completions (equal, Indexed) and replicas of a running JobSet may change; child Jobs follow (KEP-463); off: immutable"},
+	{ExecutionAttemptsTracking, true, "ahead", "status.executionAttempts and the jobset.sigs.k8s.io/execution-attempt label and annotation count every start: first start, restart, resume (KEP-1282)"},
+}
+
+// Gates are the values in force.
+type Gates struct {
+	RestartJob, InPlaceRestart, ElasticJobSet, ExecutionAttemptsTracking bool
+}
+
+// Defaults are the gates with no flag given.
+func Defaults() Gates {
+	g, _ := Parse("")
+	return g
+}
+
+// Parse reads "Name=true,Other=false" over the defaults.
+func Parse(s string) (Gates, error) {
+	values := map[string]bool{}
+	for _, g := range All {
+		values[g.Name] = g.Default
+	}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if _, known := values[k]; !ok || !known || (v != "true" && v != "false") {
+			return Gates{}, fmt.Errorf("--feature-gates: %q: want Name=true|false with Name one of %s", kv, strings.Join(Names(), ", "))
+		}
+		values[k] = v == "true"
+	}
+	return Gates{
+		RestartJob: values[RestartJob], InPlaceRestart: values[InPlaceRestart],
+		ElasticJobSet: values[ElasticJobSet], ExecutionAttemptsTracking: values[ExecutionAttemptsTracking],
+	}, nil
+}
+
+// Names are the gate names, sorted.
+func Names() []string {
+	out := make([]string, len(All))
+	for i, g := range All {
+		out[i] = g.Name
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Help is the flag's usage text: one line per gate.
+func Help() string {
+	var b strings.Builder
+	b.WriteString("feature gates, e.g. RestartJob=true,ElasticJobSet=true:")
+	for _, g := range All {
+		fmt.Fprintf(&b, "\n  %s=true|false (%s, default %v): %s", g.Name, g.Stage, g.Default, g.Doc)
+	}
+	return b.String()
+}
