@@ -2,10 +2,10 @@ package framework
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,6 +48,13 @@ func envtestAssets(t testing.TB) string {
 // StartEnv starts the apiserver and the manager with the given feature gates.
 func StartEnv(t testing.TB, gates features.Gates) *Env {
 	t.Helper()
+	return StartEnvWith(t, func(o *manager.Options) { o.FeatureGates = gates })
+}
+
+// StartEnvWith starts the apiserver and the manager with its options edited
+// by edit (e.g. the webhooks alone).
+func StartEnvWith(t testing.TB, edit func(*manager.Options)) *Env {
+	t.Helper()
 	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: envtestAssets(t),
@@ -71,16 +78,18 @@ func StartEnv(t testing.TB, gates features.Gates) *Env {
 	ports := freePorts(t, 3)
 	done := make(chan struct{})
 	var runErr error
+	o := manager.Options{
+		SkipNameValidation: true, GroupLabel: "MultisliceGroup", GroupSizeLabel: "MultisliceGroupSize", SliceGrace: 10 * time.Second,
+		Namespace: "multislice-system", MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		ProbeAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), WebhookHost: "127.0.0.1", WebhookPort: ports[0],
+		CertDir:  t.TempDir(),
+		Endpoint: manager.Endpoint{URLBase: fmt.Sprintf("https://127.0.0.1:%d", ports[0])},
+		Workers:  4, QPS: 500, Burst: 500,
+	}
+	edit(&o)
 	go func() {
 		defer close(done)
-		runErr = manager.Run(ctx, cfg, manager.Options{
-			SkipNameValidation: true, GroupLabel: "MultisliceGroup", GroupSizeLabel: "MultisliceGroupSize", SliceGrace: 10 * time.Second,
-			Namespace: "multislice-system", MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
-			ProbeAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), WebhookHost: "127.0.0.1", WebhookPort: ports[0],
-			CertDir:      t.TempDir(),
-			Endpoint:     manager.Endpoint{URLBase: fmt.Sprintf("https://127.0.0.1:%d", ports[0])},
-			FeatureGates: gates, Workers: 4, QPS: 500, Burst: 500,
-		})
+		runErr = manager.Run(ctx, cfg, o)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -96,12 +105,13 @@ func StartEnv(t testing.TB, gates features.Gates) *Env {
 			t.Fatalf("manager exited: %v", runErr)
 		default:
 		}
-		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0]), &tls.Config{InsecureSkipVerify: true})
+		// readyz includes the webhook server's check when it serves webhooks.
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2]))
 		if err != nil {
-			return false, "webhook server not listening: " + err.Error()
+			return false, "manager not ready: " + err.Error()
 		}
-		conn.Close()
-		return true, ""
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, "readyz: " + resp.Status
 	})
 	return &Env{Config: cfg, Client: c}
 }

@@ -186,7 +186,7 @@ func TestJobSetWebhook(t *testing.T) {
 			edit func(*api.JobSet)
 			want string
 		}{
-			{"replicas", func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Replicas = 3 }, "spec.replicatedJobs: Forbidden: is immutable; while the JobSet is suspended"},
+			{"replicas", func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Replicas = 3 }, "spec.replicatedJobs: Forbidden: field is immutable; while the JobSet is suspended"},
 			{"nodeSelector while running", func(js *api.JobSet) {
 				js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"a": "b"}
 			}, "spec.replicatedJobs"},
