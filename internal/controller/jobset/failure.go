@@ -92,7 +92,6 @@ func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, gates featu
 		if gates.ExecutionAttemptsTracking {
 			countRestart(e.status)
 		}
-		restartInOrder(js, e)
 		eventReason, msg := api.RestartJobSetAndIgnoreMaxRestartsActionReason, "applying RestartJobSetAndIgnoreMaxRestarts failure policy action"
 		if counts {
 			e.status.RestartsCountTowardsMax++

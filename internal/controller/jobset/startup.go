@@ -8,9 +8,11 @@ import (
 
 // startable says which replicated jobs may have their Jobs created or
 // resumed now, honouring dependsOn and startupPolicy InOrder; it keeps the
-// StartupPolicy conditions up to date. While the JobSet is suspended InOrder
-// holds nothing back: every Job is created, suspended, and resuming starts
-// them in order.
+// StartupPolicy conditions up to date. InOrder lets a replicated job start
+// once every earlier one has all its Jobs started (ready, succeeded or
+// failed) in the current attempt, so each restart and each resume starts in
+// order again. While the JobSet is suspended InOrder holds nothing back:
+// every Job is created, suspended, and no startup condition changes.
 func startable(js *api.JobSet, st []api.ReplicatedJobStatus, e *statusEditor, suspended bool) map[string]bool {
 	out := make(map[string]bool, len(js.Spec.ReplicatedJobs))
 	byName := map[string]api.ReplicatedJobStatus{}
@@ -25,7 +27,7 @@ func startable(js *api.JobSet, st []api.ReplicatedJobStatus, e *statusEditor, su
 		}
 		return s.Failed+s.Ready+s.Succeeded == replicas[name]
 	}
-	inOrder := isInOrder(js) && (suspended || !conditionTrue(e.status, api.JobSetStartupPolicyCompleted))
+	inOrder := isInOrder(js) && !suspended
 	previousReady := true
 	for _, rj := range js.Spec.ReplicatedJobs {
 		ok := true
@@ -33,13 +35,13 @@ func startable(js *api.JobSet, st []api.ReplicatedJobStatus, e *statusEditor, su
 			ok = ok && reached(d.Name, d.Status)
 		}
 		if inOrder {
-			ok = ok && (previousReady || suspended)
+			ok = ok && previousReady
 			previousReady = previousReady && reached(rj.Name, api.DependencyReady)
 		}
 		out[rj.Name] = ok
 	}
 	if inOrder {
-		if previousReady && !suspended {
+		if previousReady {
 			e.set(api.JobSetStartupPolicyCompleted, metav1.ConditionTrue, api.InOrderStartupPolicyCompletedReason, api.InOrderStartupPolicyCompletedMessage, "Normal")
 			e.set(api.JobSetStartupPolicyInProgress, metav1.ConditionFalse, api.InOrderStartupPolicyInProgressReason, api.InOrderStartupPolicyInProgressMessage, "")
 		} else {
@@ -51,13 +53,6 @@ func startable(js *api.JobSet, st []api.ReplicatedJobStatus, e *statusEditor, su
 
 func isInOrder(js *api.JobSet) bool {
 	return js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == api.InOrder
-}
-
-// restartInOrder: a restart's new attempt starts in order again.
-func restartInOrder(js *api.JobSet, e *statusEditor) {
-	if isInOrder(js) {
-		startInOrderAgain(e)
-	}
 }
 
 func startInOrderAgain(e *statusEditor) {
