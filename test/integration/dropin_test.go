@@ -67,7 +67,9 @@ func TestDropIn(t *testing.T) {
 				js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism, js.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To(int32(0)), ptr.To(int32(0))
 			}, "parallelism must be >= 1"},
 			{"NonIndexed", func(js *api.JobSet) {}, "spec.replicatedJobs: Forbidden: field is immutable"},
-			{"other fields stay immutable", func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image = "other" },
+			{"other fields stay immutable", func(js *api.JobSet) {
+				js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image = "other"
+			},
 				"spec.replicatedJobs: Forbidden: field is immutable"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
