@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 func addControllers(mgr ctrl.Manager, o Options) error {
 	r := &jobsetcontroller.Reconciler{
 		Client:         mgr.GetClient(),
-		Recorder:       mgr.GetEventRecorderFor("jobset-controller"),
+		Recorder:       mgr.GetEventRecorder("jobset-controller"),
 		CountsInterval: time.Second,
 		Placer:         &jobsetcontroller.Placer{Client: mgr.GetClient(), GroupLabel: o.GroupLabel, SizeLabel: o.GroupSizeLabel},
 		Gates:          o.FeatureGates,

@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,7 +256,7 @@ func TestDropIn(t *testing.T) {
 		}
 	})
 
-	t.Run("a repeated warning is one Event with a rising count", func(t *testing.T) {
+	t.Run("a repeated warning is one Event series", func(t *testing.T) {
 		ns := env.Namespace(t)
 		// The apiserver refuses the Job: dnsPolicy is not one it knows.
 		js := framework.NewJobSet(ns, "bad").ReplicatedJob("w", 1, 1).
@@ -264,17 +265,18 @@ func TestDropIn(t *testing.T) {
 			t.Fatal(err)
 		}
 		framework.Eventually(t, wait, func(context.Context) (bool, string) {
-			var events corev1.EventList
+			var events eventsv1.EventList
 			if err := env.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
 				t.Fatal(err)
 			}
-			var series []corev1.Event
+			var series []eventsv1.Event
 			for _, e := range events.Items {
-				if e.Reason == api.JobCreationFailedReason {
+				if e.Reason == api.JobCreationFailedReason && e.Regarding.Name == "bad" {
 					series = append(series, e)
 				}
 			}
-			return len(series) == 1 && series[0].Count >= 3, fmt.Sprintf("%d JobCreationFailed events, counts %v", len(series), counts(series))
+			return len(series) == 1 && series[0].Series != nil && series[0].Series.Count >= 2 && series[0].Type == corev1.EventTypeWarning,
+				fmt.Sprintf("%d JobCreationFailed events, series %v", len(series), seriesOf(series))
 		})
 	})
 
@@ -345,10 +347,12 @@ func TestDropIn(t *testing.T) {
 	})
 }
 
-func counts(events []corev1.Event) []int32 {
+func seriesOf(events []eventsv1.Event) []int32 {
 	var out []int32
 	for _, e := range events {
-		out = append(out, e.Count)
+		if e.Series != nil {
+			out = append(out, e.Series.Count)
+		}
 	}
 	return out
 }

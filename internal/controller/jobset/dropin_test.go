@@ -94,6 +94,14 @@ func TestDecideDropIn(t *testing.T) {
 			t.Fatalf("scaled without the gate: %v", names(p.Scale))
 		}
 	})
+	t.Run("elastic: unset parallelism or completions are never pushed", func(t *testing.T) {
+		js := jobSet(1)
+		jobs := childJobs(js)
+		js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism, js.Spec.ReplicatedJobs[0].Template.Spec.Completions = nil, nil
+		if p := Decide(Observed{JobSet: js, Jobs: jobs, Now: now, Gates: all}); len(p.Scale) != 0 {
+			t.Fatalf("scale %v", names(p.Scale))
+		}
+	})
 	t.Run("elastic: more replicas create the missing Jobs", func(t *testing.T) {
 		js := jobSet(2)
 		jobs := childJobs(js)

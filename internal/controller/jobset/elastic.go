@@ -10,8 +10,8 @@ import (
 // rescaled returns copies of the active Jobs whose parallelism or
 // completions no longer match their replicated job (ElasticJobSet gate),
 // carrying the new values. Like upstream, a template whose parallelism and
-// completions differ is never pushed: the Job API would refuse it for an
-// elastic Indexed Job.
+// completions differ (or are unset) is never pushed: the Job API would
+// refuse it for an elastic Indexed Job.
 func rescaled(js *api.JobSet, active []*batchv1.Job) []*batchv1.Job {
 	var out []*batchv1.Job
 	for _, j := range active {
@@ -24,7 +24,7 @@ func rescaled(js *api.JobSet, active []*batchv1.Job) []*batchv1.Job {
 				continue
 			}
 			want := rj.Template.Spec
-			if !ptr.Equal(want.Parallelism, want.Completions) ||
+			if want.Parallelism == nil || want.Completions == nil || !ptr.Equal(want.Parallelism, want.Completions) ||
 				ptr.Equal(j.Spec.Parallelism, want.Parallelism) && ptr.Equal(j.Spec.Completions, want.Completions) {
 				continue
 			}

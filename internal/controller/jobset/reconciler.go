@@ -17,7 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,9 +41,8 @@ const OwnerUIDIndex = ".metadata.controller.uid"
 // Reconciler reconciles JobSets.
 type Reconciler struct {
 	Client client.Client
-	// Recorder writes core/v1 Events: a repeated event (same reason and
-	// message) becomes one Event with a rising count, as kubectl shows it.
-	Recorder record.EventRecorder
+	// Recorder writes events.k8s.io Events, as upstream does.
+	Recorder events.EventRecorder
 	Gates    features.Gates
 	// Parallelism bounds concurrent child-Job creates and deletes.
 	Parallelism int
@@ -277,6 +276,10 @@ func (r *Reconciler) parallel(ctx context.Context, jobs []*batchv1.Job, f func(*
 
 func (r *Reconciler) event(js *api.JobSet, typ, reason, msg string) {
 	if r.Recorder != nil {
-		r.Recorder.Event(js, typ, reason, msg)
+		// The reference leaves out the resourceVersion: with it, every
+		// status write would start a new Event instead of continuing the
+		// series of a warning that repeats (e.g. JobCreationFailed).
+		regarding := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: js.Name, UID: js.UID}}
+		r.Recorder.Eventf(regarding, nil, typ, reason, "Reconciling", "%s", msg)
 	}
 }

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// TestManagerKilledMidRestart kills the manager with SIGKILL at each step
+// of a restart of the seed JobSet (old Jobs being deleted, the restart
+// counted in status, the first Job of the new attempt created), restarts it
+// with `multislice up`, and checks every time: 8 pods Running at the next
+// attempt, one pool per Job, and exactly one restart counted. Placement is
+// rebuilt from the cluster (the Jobs' pins), not from the dead process.
+func TestManagerKilledMidRestart(t *testing.T) {
+	framework.RequireE2E(t)
+	c, _ := framework.StartCluster(t)
+	ctx := context.Background()
+	js := seedCopy(t, "crash", "")
+	js.Spec.FailurePolicy.MaxRestarts = 100
+	if err := c.Objects.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name    string
+		reached func(attempt int) bool
+	}{
+		{"old Jobs being deleted", func(attempt int) bool {
+			for _, j := range jobsOf(t, c, "crash") {
+				if j.Labels[api.RestartsKey] == fmt.Sprint(attempt-1) && j.DeletionTimestamp != nil {
+					return true
+				}
+			}
+			return false
+		}},
+		{"restart written to status", func(attempt int) bool {
+			var got api.JobSet
+			return c.Objects.Get(ctx, client.ObjectKeyFromObject(js), &got) == nil && got.Status.Restarts == int32(attempt)
+		}},
+		{"first Job of the new attempt created", func(attempt int) bool {
+			for _, j := range jobsOf(t, c, "crash") {
+				if j.Labels[api.RestartsKey] == fmt.Sprint(attempt) {
+					return true
+				}
+			}
+			return false
+		}},
+	}
+	const rounds = 21
+	began := time.Now()
+	for attempt := 1; attempt <= rounds; attempt++ {
+		step := steps[attempt%len(steps)]
+		pods := runningOnDistinctPools(t, c, "crash", attempt-1)
+		if err := c.Client.CoreV1().Pods("default").Delete(ctx, pods[0].Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !step.reached(attempt) {
+			if time.Now().After(deadline) {
+				t.Fatalf("attempt %d: never reached %q", attempt, step.name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		killManager(t, c)
+		c.MustRun("up") // restarts the dead manager with its recorded arguments
+		runningOnDistinctPools(t, c, "crash", attempt)
+		var got api.JobSet
+		if err := c.Objects.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Restarts != int32(attempt) {
+			t.Fatalf("attempt %d (killed at %q): restarts = %d: a restart was lost or counted twice", attempt, step.name, got.Status.Restarts)
+		}
+	}
+	t.Logf("%d kills mid-restart, each followed by 8 pods Running on 4 distinct pools at the next attempt (%s in all)", rounds, time.Since(began).Round(time.Second))
+}
+
+func jobsOf(t *testing.T, c *framework.Cluster, jobset string) []batchv1.Job {
+	list, err := c.Client.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + jobset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// runningOnDistinctPools waits until the JobSet's 8 pods of attempt are
+// Running, and fails if two Jobs share a pool or a Job spans two.
+func runningOnDistinctPools(t *testing.T, c *framework.Cluster, jobset string, attempt int) []corev1.Pod {
+	t.Helper()
+	var running []corev1.Pod
+	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
+			LabelSelector: fmt.Sprintf("%s=%s,%s=%d", api.JobSetNameKey, jobset, api.RestartsKey, attempt),
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		running = running[:0]
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running = append(running, p)
+			}
+		}
+		return len(running) == 8, fmt.Sprintf("%d of 8 pods Running at attempt %d", len(running), attempt)
+	})
+	poolOfJob, jobOfPool := map[string]string{}, map[string]string{}
+	for _, p := range running {
+		node, err := c.Client.CoreV1().Nodes().Get(context.Background(), p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, pool := p.Labels["job-name"], node.Labels["cloud.google.com/gke-nodepool"]
+		if other := jobOfPool[pool]; other != "" && other != job {
+			t.Fatalf("attempt %d: Jobs %s and %s share pool %s", attempt, other, job, pool)
+		}
+		if other := poolOfJob[job]; other != "" && other != pool {
+			t.Fatalf("attempt %d: Job %s spans pools %s and %s", attempt, job, other, pool)
+		}
+		poolOfJob[job], jobOfPool[pool] = pool, job
+	}
+	return running
+}
+
+// killManager sends SIGKILL to the local cluster's manager and waits until it is gone.
+func killManager(t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(c.Home, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Processes []struct {
+			Name string `json:"name"`
+			PID  int    `json:"pid"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Processes {
+		if p.Name != "multislice-manager" {
+			continue
+		}
+		if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill manager %d: %v", p.PID, err)
+		}
+		// Gone, or a zombie nobody has reaped yet: either way it serves nothing.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
+			if err != nil || strings.Contains(string(stat), ") Z ") {
+				return
+			}
+		}
+		t.Fatalf("manager %d still runs after SIGKILL", p.PID)
+	}
+	t.Fatal("no multislice-manager in state.json")
+}
