@@ -224,8 +224,12 @@ func (c *Cloud) SetUnavailable(ctx context.Context, accelerator string, hosts in
 	if hosts < 0 {
 		return fmt.Errorf("--unavailable must not be negative (got %d)", hosts)
 	}
-	if _, ok := c.Settings.Quota[accelerator]; !ok {
+	quota, ok := c.Settings.Quota[accelerator]
+	if !ok {
 		return fmt.Errorf("--accelerator %q: this fleet has no such TPUs", accelerator)
+	}
+	if hosts > quota {
+		return fmt.Errorf("--unavailable %d: the fleet has only %d %s hosts in all: use 0 to %d", hosts, quota, accelerator, quota)
 	}
 	current, err := c.Unavailable(ctx)
 	if err != nil {

@@ -95,6 +95,11 @@ func TestParseRejects(t *testing.T) {
 		"cpu in group":         {head + "pools:\n- {name: p, machineType: e2, numNodes: 1, labels: {MultisliceGroup: g, MultisliceGroupSize: '2'}}\n", "pool p: only TPU pools can join multislice group g"},
 		"capacity accelerator": {head + "pools:\n- {name: p, machineType: e2, numNodes: 1}\ncapacity: {tpu-v99: 2}\n", `capacity: unknown TPU accelerator "tpu-v99"`},
 		"negative capacity":    {head + "pools:\n- {name: p, machineType: e2, numNodes: 1}\ncapacity: {tpu-v4-podslice: -2}\n", "capacity.tpu-v4-podslice: spare hosts must not be negative"},
+		"huge cpu pool":        {head + "pools:\n- {name: p, machineType: e2, numNodes: 2000000000}\n", "pools[0].numNodes: 2000000000 is more than the limit of 5000 nodes: lower it, or raise limits.nodes"},
+		"huge group":           {head + "groups:\n- {name: g, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2000000000}\n", "groups[0]: 2000000000 slices and 0 spares exceed the limit of 1000 pools"},
+		"too many nodes":       {head + "groups:\n- {name: g, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: 400}\n", "the fleet has 6400 nodes with its spare capacity, more than the limit of 5000"},
+		"huge capacity":        {head + "pools:\n- {name: p, machineType: e2, numNodes: 1}\ncapacity: {tpu-v4-podslice: 99999999}\n", "capacity.tpu-v4-podslice: 99999999 spare hosts is more than the limit of 5000"},
+		"negative limits":      {head + "pools:\n- {name: p, machineType: e2, numNodes: 1}\nlimits: {nodes: -1}\n", "limits: must not be negative"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -103,6 +108,13 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("Parse() error = %v\nwant it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestLimitsRaisedOnPurpose(t *testing.T) {
+	const fleet = "apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n- {name: g, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: 400}\nlimits: {nodes: 7000}\n"
+	if _, err := Parse([]byte(fleet)); err != nil {
+		t.Fatalf("a raised limit is refused: %v", err)
 	}
 }
 

@@ -42,6 +42,10 @@ type Spec struct {
 }
 
 // Build validates the spec and writes its JobSet. Errors name the flag.
+// MaxSlices bounds --num-slices: upstream's RestartJob cap and the
+// largest multislice jobs run today are 1,024 slices.
+const MaxSlices = 1024
+
 func Build(s Spec) (*api.JobSet, error) {
 	var errs []string
 	if msgs := validation.IsDNS1035Label(s.Name); len(msgs) > 0 || len(s.Name) > 40 {
@@ -51,8 +55,8 @@ func Build(s Spec) (*api.JobSet, error) {
 	if err != nil {
 		errs = append(errs, "--tpu-type: "+err.Error())
 	}
-	if s.Slices < 1 {
-		errs = append(errs, fmt.Sprintf("--num-slices: must be at least 1 (got %d)", s.Slices))
+	if s.Slices < 1 || s.Slices > MaxSlices {
+		errs = append(errs, fmt.Sprintf("--num-slices: must be 1 to %d (got %d)", MaxSlices, s.Slices))
 	} else if err == nil && s.Slices > 1 && !shape.MultiHost() {
 		errs = append(errs, fmt.Sprintf("--num-slices: %s is a single-host slice and cannot form a multislice: use a multi-host type such as %s",
 			s.TPUType, biggerType(shape)))

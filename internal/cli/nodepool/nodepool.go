@@ -81,6 +81,9 @@ func addGcloudOnly(cmd *cobra.Command) {
 // makes a slice whose accelerator follows from the machine type.
 func PoolFromFlags(opts *CreateOptions) (fleet.Pool, error) {
 	p := fleet.Pool{Name: opts.Name, MachineType: opts.MachineType, NumNodes: opts.NumNodes, Labels: opts.NodeLabels}
+	if opts.NumNodes < 0 || opts.NumNodes > fleet.DefaultMaxNodes {
+		return p, fmt.Errorf("--num-nodes: must be 0 to %d (got %d)", fleet.DefaultMaxNodes, opts.NumNodes)
+	}
 	g, _, err := tpu.ForMachineType(opts.MachineType)
 	switch {
 	case err == nil:

@@ -2,6 +2,8 @@
 package root
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/multislice/multislice/internal/cli"
@@ -33,5 +35,26 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetErr(f.Err)
 	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
 		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f))
+	refuseUnknownSubcommands(cmd)
 	return cmd
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (workload, nodepool, chaos) fail on an unknown subcommand, as kubectl
+// does, instead of printing help and exiting 0; with no argument it still
+// prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+	if !cmd.HasSubCommands() || cmd.Run != nil || cmd.RunE != nil {
+		return
+	}
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q for %q; run '%s --help' for its commands", args[0], c.CommandPath(), c.CommandPath())
+		}
+		return nil
+	}
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 }

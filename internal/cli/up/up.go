@@ -76,6 +76,9 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	if _, err := features.Parse(opts.FeatureGates); err != nil {
 		return err
 	}
+	if opts.APIServerPort < 0 || opts.APIServerPort > 65535 {
+		return fmt.Errorf("--apiserver-port %d: must be 1 to 65535 (0 picks a free one)", opts.APIServerPort)
+	}
 	cfg := fleet.Default()
 	if opts.FleetFile != "" {
 		var err error
