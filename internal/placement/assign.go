@@ -92,6 +92,10 @@ func Assign(req Request, domains []Domain) Result {
 	if len(req.Jobs) == 0 {
 		return Result{Domains: map[string]string{}}
 	}
+	if countFits(req.Jobs[0], domains) == 0 {
+		return Result{Why: fmt.Sprintf("none of the cluster's %d domains suits it: it needs %s whose nodes all match the nodeSelector%s and are tolerated; nothing fits until one exists, so check the template",
+			len(domains), describe(req), selectorText(req.Jobs[0].NodeSelector))}
+	}
 	usable := make([]Domain, 0, len(domains))
 	for _, d := range domains {
 		if (d.Holder == "" || d.Holder == req.JobSet) && d.Healthy() {
@@ -235,4 +239,16 @@ func describe(req Request) string {
 	}
 	parts = append(parts, fmt.Sprintf("%s (%d hosts each)", unit, j.Pods))
 	return strings.Join(parts, " ")
+}
+
+func selectorText(sel map[string]string) string {
+	if len(sel) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(sel))
+	for k := range sel {
+		keys = append(keys, k+"="+sel[k])
+	}
+	sort.Strings(keys)
+	return " (" + strings.Join(keys, ", ") + ")"
 }

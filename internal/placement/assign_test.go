@@ -79,12 +79,12 @@ func TestAssign(t *testing.T) {
 			r := slices("a", 1, false)
 			r.Jobs[0].NodeSelector["cloud.google.com/gke-tpu-topology"] = "2x2x4"
 			return r
-		}(), domains: func() []Domain { return fleet("g1:2") }, why: "needs 1 free 2x2x4 pools (2 hosts each); 0 are free"},
+		}(), domains: func() []Domain { return fleet("g1:2") }, why: "none of the cluster's 2 domains suits it: it needs 2x2x4 pools (2 hosts each) whose nodes all match the nodeSelector (cloud.google.com/gke-tpu-topology=2x2x4)"},
 		{name: "untolerated taint", req: func() Request {
 			r := slices("a", 1, false)
 			r.Jobs[0].RequestsTPU = false
 			return r
-		}(), domains: func() []Domain { return fleet("g1:1") }, why: "0 are free"},
+		}(), domains: func() []Domain { return fleet("g1:1") }, why: "nothing fits until one exists"},
 		{name: "explicit toleration", req: func() Request {
 			r := slices("a", 1, false)
 			r.Jobs[0].RequestsTPU = false
@@ -95,7 +95,7 @@ func TestAssign(t *testing.T) {
 			r := slices("a", 1, false)
 			r.Jobs[0].Pods = 3
 			return r
-		}(), domains: func() []Domain { return fleet("g1:2") }, why: "0 are free"},
+		}(), domains: func() []Domain { return fleet("g1:2") }, why: "nothing fits until one exists"},
 		{name: "CPU pods share a small domain's nodes", req: func() Request {
 			r := slices("a", 3, false)
 			for i := range r.Jobs {

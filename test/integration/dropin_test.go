@@ -280,6 +280,20 @@ func TestDropIn(t *testing.T) {
 		})
 	})
 
+	t.Run("a template the API server refuses says so in a condition", func(t *testing.T) {
+		ns := env.Namespace(t)
+		js := framework.NewJobSet(ns, "refused").ReplicatedJob("w", 1, 1).
+			LastReplicatedJob(func(rj *api.ReplicatedJob) { rj.Template.Spec.Template.Spec.DNSPolicy = "Bogus" }).Obj()
+		if err := env.Client.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, wait, func(context.Context) (bool, string) {
+			c := meta.FindStatusCondition(env.Get(t, ns, "refused").Status.Conditions, "ChildJobsCreated")
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "JobCreationRefused" && strings.Contains(c.Message, "dnsPolicy"),
+				fmt.Sprintf("condition %+v", c)
+		})
+	})
+
 	t.Run("execution attempts: first start, resume, restart", func(t *testing.T) {
 		ns := env.Namespace(t)
 		js := framework.NewJobSet(ns, "x").ReplicatedJob("w", 2, 1).FailurePolicy(3).Obj()

@@ -175,6 +175,10 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 			result = placement.Result{Why: "waiting behind " + ahead + ", which comes first (higher priority or older)"}
 		}
 	}
+	if result.Domains == nil && len(domains) == 0 {
+		result.Why = fmt.Sprintf("no node has the label %s (named by %s): nothing fits until nodes carry it; the usual key is %s",
+			key, api.ExclusiveKey, gke.NodePoolLabel)
+	}
 	e := newStatusEditor(&plan.Status, time.Now())
 	if result.Domains == nil {
 		p.waiting[name] = me

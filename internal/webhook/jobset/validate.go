@@ -60,6 +60,13 @@ func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 				"must be a whole number of seconds, 0 or more (e.g. \"0\" to stop old pods at once on a restart)"))
 		}
 	}
+	if len(js.Spec.ReplicatedJobs) == 0 {
+		errs = append(errs, field.Required(spec.Child("replicatedJobs"), "a JobSet needs at least one replicated job: add one with a name and a Job template"))
+	}
+	if fp := js.Spec.FailurePolicy; fp != nil && fp.MaxRestarts < 0 {
+		errs = append(errs, field.Invalid(spec.Child("failurePolicy", "maxRestarts"), fp.MaxRestarts, "must be 0 or more (0: the first failure fails the JobSet)"))
+	}
+	errs = append(errs, validateExclusiveKeys(js)...)
 	if m := js.Spec.ManagedBy; m != nil {
 		errs = append(errs, validateManagedBy(*m, spec.Child("managedBy"))...)
 	}
@@ -79,6 +86,25 @@ func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 	errs = append(errs, validateFailurePolicy(js, rjobs, gates, spec.Child("failurePolicy"))...)
 	errs = append(errs, validateCoordinator(js, rjobs, spec.Child("coordinator"))...)
 	errs = append(errs, validateClaims(js, name, spec.Child("volumeClaimPolicies"))...)
+	return errs
+}
+
+// validateExclusiveKeys: an exclusive-topology annotation must name a
+// node label key, or no node could ever carry it.
+func validateExclusiveKeys(js *api.JobSet) field.ErrorList {
+	var errs field.ErrorList
+	check := func(p *field.Path, annotations map[string]string) {
+		if v, ok := annotations[api.ExclusiveKey]; ok {
+			for _, msg := range validation.IsQualifiedName(v) {
+				errs = append(errs, field.Invalid(p.Key(api.ExclusiveKey), v,
+					"must be a node label key such as cloud.google.com/gke-nodepool: "+msg))
+			}
+		}
+	}
+	check(field.NewPath("metadata", "annotations"), js.Annotations)
+	for i, rj := range js.Spec.ReplicatedJobs {
+		check(field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "metadata", "annotations"), rj.Template.Annotations)
+	}
 	return errs
 }
 
@@ -103,6 +129,11 @@ func validateManagedBy(m string, p *field.Path) field.ErrorList {
 
 func validateReplicatedJob(js *api.JobSet, jsName string, i int, rj *api.ReplicatedJob, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if rj.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "name the replicated job: its child Jobs are named <jobset>-<name>-<index>"))
+	} else if msgs := validation.IsDNS1035Label(rj.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(p.Child("name"), rj.Name, msgs[0]))
+	}
 	spec := rj.Template.Spec
 	if parallelism := int64(ptr.Deref(spec.Parallelism, 1)); int64(rj.Replicas)*parallelism > math.MaxInt32 {
 		errs = append(errs, field.Invalid(p.Child("replicas"), rj.Replicas,
