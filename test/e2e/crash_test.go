@@ -169,3 +169,40 @@ func killManager(t *testing.T, c *framework.Cluster) {
 	}
 	t.Fatal("no multislice-manager in state.json")
 }
+
+// TestRefusedJobSetReleasesItsPools: a seed JobSet whose pod template the
+// API server refuses says why and does not keep its pools from the next one.
+func TestRefusedJobSetReleasesItsPools(t *testing.T) {
+	framework.RequireE2E(t)
+	c, _ := framework.StartCluster(t)
+	ctx := context.Background()
+	bad := seedCopy(t, "bad", "")
+	bad.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.DNSPolicy = "Bogus"
+	if err := c.Objects.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		var got api.JobSet
+		if err := c.Objects.Get(ctx, client.ObjectKeyFromObject(bad), &got); err != nil {
+			return false, err.Error()
+		}
+		created, placed := condition(&got, "ChildJobsCreated"), condition(&got, "TopologyAssigned")
+		return created != nil && created.Status == metav1.ConditionFalse && strings.Contains(created.Message, "dnsPolicy") &&
+				placed != nil && placed.Reason == "JobCreationRefused",
+			fmt.Sprintf("ChildJobsCreated %+v, TopologyAssigned %+v", created, placed)
+	})
+	good := seedCopy(t, "good", "")
+	if err := c.Objects.Create(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	runningOnDistinctPools(t, c, "good", 0)
+}
+
+func condition(js *api.JobSet, typ string) *metav1.Condition {
+	for i := range js.Status.Conditions {
+		if js.Status.Conditions[i].Type == typ {
+			return &js.Status.Conditions[i]
+		}
+	}
+	return nil
+}
