@@ -88,7 +88,11 @@ func (r *Running) boot(ctx context.Context, opts StartOptions, p ports) error {
 	if err := r.launch("etcd", b.Etcd(), h.etcdArgs(p), p.EtcdClient, p.EtcdPeer); err != nil {
 		return err
 	}
-	if err := r.WaitFor(ctx, "etcd", 30*time.Second, httpOK("http://127.0.0.1:"+strconv.Itoa(p.EtcdClient)+"/health", nil)); err != nil {
+	etcdTLS, err := h.etcdClientTLS()
+	if err != nil {
+		return err
+	}
+	if err := r.WaitFor(ctx, "etcd", 30*time.Second, httpOK("https://127.0.0.1:"+strconv.Itoa(p.EtcdClient)+"/health", etcdTLS)); err != nil {
 		return err
 	}
 	if err := r.launch("kube-apiserver", b.APIServer(), h.apiServerArgs(p), p.APIServer); err != nil {

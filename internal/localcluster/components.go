@@ -26,13 +26,17 @@ type ports struct {
 func (h Home) pki(name string) string { return h.path("pki", name) }
 
 func (h Home) etcdArgs(p ports) []string {
-	client := "http://127.0.0.1:" + strconv.Itoa(p.EtcdClient)
-	peer := "http://127.0.0.1:" + strconv.Itoa(p.EtcdPeer)
+	client := "https://127.0.0.1:" + strconv.Itoa(p.EtcdClient)
+	peer := "https://127.0.0.1:" + strconv.Itoa(p.EtcdPeer)
+	cert, key, ca := h.pki("etcd.crt"), h.pki("etcd.key"), h.pki("ca.crt")
 	return []string{
 		"--name=multislice", "--data-dir=" + h.path("etcd"),
 		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
 		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
 		"--initial-cluster=multislice=" + peer,
+		// TLS with client certificates on both ports: only the apiserver reads etcd.
+		"--cert-file=" + cert, "--key-file=" + key, "--client-cert-auth", "--trusted-ca-file=" + ca,
+		"--peer-cert-file=" + cert, "--peer-key-file=" + key, "--peer-client-cert-auth", "--peer-trusted-ca-file=" + ca,
 		// A throw-away local cluster trades durability for speed.
 		"--unsafe-no-fsync", "--log-level=warn",
 	}
@@ -40,7 +44,9 @@ func (h Home) etcdArgs(p ports) []string {
 
 func (h Home) apiServerArgs(p ports) []string {
 	return []string{
-		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(p.EtcdClient),
+		"--etcd-servers=https://127.0.0.1:" + strconv.Itoa(p.EtcdClient),
+		"--etcd-cafile=" + h.pki("ca.crt"),
+		"--etcd-certfile=" + h.pki("apiserver-etcd-client.crt"), "--etcd-keyfile=" + h.pki("apiserver-etcd-client.key"),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(p.APIServer),
 		"--tls-cert-file=" + h.pki("apiserver.crt"), "--tls-private-key-file=" + h.pki("apiserver.key"),

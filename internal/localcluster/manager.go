@@ -27,7 +27,7 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string) er
 		"--leader-elect=false",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(webhook),
 		"--webhook-url=https://127.0.0.1:" + strconv.Itoa(webhook),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics), "--metrics-secure=false", // loopback only
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 		"--cert-dir=" + h.path("webhook-certs"),
 	}

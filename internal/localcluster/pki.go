@@ -3,6 +3,7 @@ package localcluster
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
@@ -58,6 +59,18 @@ func writePKI(dir string) error {
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}}
+	// etcd serves (and talks to its peer port) only over TLS with client
+	// certificates from this CA: nobody else on the machine reads its data.
+	leaves["etcd"] = &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "etcd"},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	leaves["apiserver-etcd-client"] = &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-etcd-client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
 	for _, id := range identities {
 		leaves[id.name] = &x509.Certificate{
 			Subject:     pkix.Name{CommonName: id.commonName, Organization: id.organization},
@@ -90,4 +103,20 @@ func writePair(dir, name string, cert, key []byte) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, name+".key"), key, 0o600)
+}
+
+// etcdClientTLS is how `up` checks etcd's health: with the apiserver's
+// etcd client certificate, as etcd accepts no one else.
+func (h Home) etcdClientTLS() (*tls.Config, error) {
+	ca, err := os.ReadFile(h.pki("ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	pair, err := tls.LoadX509KeyPair(h.pki("apiserver-etcd-client.crt"), h.pki("apiserver-etcd-client.key"))
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }

@@ -39,16 +39,19 @@ import (
 
 // Options configure the manager; `multislice manager` maps flags onto them.
 type Options struct {
-	Namespace    string
-	MetricsAddr  string
-	PprofAddr    string
-	ProbeAddr    string
-	LeaderElect  bool
-	WebhookHost  string
-	WebhookPort  int
-	CertDir      string
-	Endpoint     Endpoint
-	FeatureGates features.Gates
+	Namespace   string
+	MetricsAddr string
+	// MetricsSecure serves /metrics over HTTPS to authenticated, authorized
+	// callers only (as upstream); the local cluster binds it to loopback instead.
+	MetricsSecure bool
+	PprofAddr     string
+	ProbeAddr     string
+	LeaderElect   bool
+	WebhookHost   string
+	WebhookPort   int
+	CertDir       string
+	Endpoint      Endpoint
+	FeatureGates  features.Gates
 	// NoControllers runs the webhooks alone; NoWebhooks runs the controllers
 	// alone (upstream's integration suites run them apart).
 	NoControllers, NoWebhooks bool
@@ -100,7 +103,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	owned := cache.ByObject{Label: ownedByJobSets()}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
@@ -141,6 +144,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		m.SecureServing, m.FilterProvider = true, authorizedMetrics
+	}
+	return m
 }
 
 // addControllers registers the JobSet controller, placement and slice health.
