@@ -52,7 +52,7 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			return 0 // not serving yet
 		}
 		resp.Body.Close()
 		return resp.StatusCode
