@@ -48,6 +48,11 @@ var (
 		APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"},
 	}}}
 	onlyTPU = []admissionv1.MatchCondition{{Name: "requests-google-tpu", Expression: tpu.MatchTPU}}
+	// notGoing skips updates of a JobSet being deleted: only finalizers
+	// change then, and the garbage collector's removal of its
+	// foregroundDeletion finalizer must not wait for the manager.
+	notGoing = []admissionv1.MatchCondition{{Name: "not-being-deleted",
+		Expression: "request.operation != 'UPDATE' || !has(object.metadata.deletionTimestamp)"}}
 )
 
 // RenderWebhooks returns the manager's webhook configurations. Every webhook
@@ -58,11 +63,12 @@ func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfigur
 	mutating := &admissionv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigName},
 		Webhooks: []admissionv1.MutatingWebhook{{
-			Name:         "mjobset.kb.io",
+			Name:         "mjobset.multislice.dev",
 			ClientConfig: e.clientConfig("/mutate-jobset-x-k8s-io-v1alpha2-jobset", ca),
 			// Defaulting on UPDATE too (upstream: CREATE only), so that a
 			// re-applied manifest without the defaults equals the stored spec.
 			Rules:                   jobsetRule(admissionv1.Create, admissionv1.Update),
+			MatchConditions:         notGoing,
 			FailurePolicy:           ptr.To(admissionv1.Fail),
 			SideEffects:             sideEffectsNone,
 			AdmissionReviewVersions: []string{"v1"},
@@ -81,9 +87,10 @@ func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfigur
 	validating := &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: ValidatingConfigName},
 		Webhooks: []admissionv1.ValidatingWebhook{{
-			Name:                    "vjobset.kb.io",
+			Name:                    "vjobset.multislice.dev",
 			ClientConfig:            e.clientConfig("/validate-jobset-x-k8s-io-v1alpha2-jobset", ca),
 			Rules:                   jobsetRule(admissionv1.Create, admissionv1.Update),
+			MatchConditions:         notGoing,
 			FailurePolicy:           ptr.To(admissionv1.Fail),
 			SideEffects:             sideEffectsNone,
 			AdmissionReviewVersions: []string{"v1"},

@@ -13,6 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,6 +88,21 @@ func TestManagerKilledMidRestart(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills mid-restart, each followed by 8 pods Running on 4 distinct pools at the next attempt (%s in all)", rounds, time.Since(began).Round(time.Second))
+
+	// With the manager away: a new JobSet is refused naming Multislice's
+	// webhook, and a foreground deletion does not wait for the manager.
+	killManager(t, c)
+	err := c.Objects.Create(ctx, seedCopy(t, "while-down", ""))
+	if err == nil || !strings.Contains(err.Error(), "jobset.multislice.dev") {
+		t.Errorf("create with the manager down: %v; want a refusal naming jobset.multislice.dev", err)
+	}
+	if err := c.Objects.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		err := c.Objects.Get(ctx, client.ObjectKeyFromObject(js), &api.JobSet{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("JobSet still there (%v)", err)
+	})
 }
 
 func jobsOf(t *testing.T, c *framework.Cluster, jobset string) []batchv1.Job {
