@@ -221,6 +221,9 @@ func slimPod(obj any) (any, error) {
 	for _, c := range p.Spec.Containers {
 		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
 	}
+	for _, c := range p.Spec.InitContainers {
+		slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: c.Name, Resources: c.Resources})
+	}
 	return slim, nil
 }
 

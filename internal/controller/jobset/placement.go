@@ -246,7 +246,7 @@ func (p *Placer) request(js *api.JobSet, key string, jobs []*batchv1.Job, mine m
 }
 
 func requestsTPU(spec corev1.PodSpec) bool {
-	for _, c := range spec.Containers {
+	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
 		if _, ok := c.Resources.Limits[gke.TPUResource]; ok {
 			return true
 		}

@@ -55,8 +55,10 @@ func Inject(job *batchv1.Job) bool {
 		env = append(env, fieldEnv(RestartAttemptEnv, jobset.RestartsKey))
 	}
 	changed := false
-	for i := range pod.Containers {
-		c := &pod.Containers[i]
+	// Init containers too: a TPU sidecar (restartPolicy Always) or an init
+	// step that touches the TPUs needs the same environment.
+	for i := range len(pod.InitContainers) + len(pod.Containers) {
+		c := containerAt(pod, i)
 		chips, ok := tpuChips(c)
 		if !ok {
 			continue
@@ -70,6 +72,14 @@ func Inject(job *batchv1.Job) bool {
 		}
 	}
 	return changed
+}
+
+// containerAt indexes the init containers, then the containers.
+func containerAt(pod *corev1.PodSpec, i int) *corev1.Container {
+	if i < len(pod.InitContainers) {
+		return &pod.InitContainers[i]
+	}
+	return &pod.Containers[i-len(pod.InitContainers)]
 }
 
 // devicePluginEnv is what GKE's TPU device plugin puts on the node, derived

@@ -141,3 +141,23 @@ func TestValidateJobSpec(t *testing.T) {
 		})
 	}
 }
+
+// A TPU request only in an init container (a TPU sidecar) is seen by both
+// the injection and the validation.
+func TestInitContainerTPU(t *testing.T) {
+	job := tpuJob("j", 2, "4", v4x2)
+	job.Spec.Template.Spec.InitContainers = []corev1.Container{job.Spec.Template.Spec.Containers[0]}
+	job.Spec.Template.Spec.InitContainers[0].Name = "tpu-sidecar"
+	job.Spec.Template.Spec.Containers = job.Spec.Template.Spec.Containers[1:]
+	if !Inject(job) || env(job.Spec.Template.Spec.InitContainers[0])["TPU_WORKER_ID"] == "" {
+		t.Fatalf("no TPU environment injected into the init container: %v", job.Spec.Template.Spec.InitContainers[0].Env)
+	}
+	if len(job.Spec.Template.Spec.Containers[0].Env) != 0 {
+		t.Errorf("the container without TPUs got env %v", job.Spec.Template.Spec.Containers[0].Env)
+	}
+	job.Spec.Template.Spec.InitContainers[0].Resources.Limits["google.com/tpu"] = resource.MustParse("8")
+	errs := ValidateJobSpec(&job.Spec, 1, field.NewPath("spec"))
+	if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "spec.template.spec.initContainers[0].resources.limits[google.com/tpu]") {
+		t.Fatalf("wrong chips in an init container: %v", errs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -17,11 +18,15 @@ import (
 func ValidateJobSpec(spec *batchv1.JobSpec, slices int, p *field.Path) field.ErrorList {
 	pod := spec.Template.Spec
 	sel := pod.NodeSelector
-	chips, containerIdx := 0, -1
-	for i := range pod.Containers {
-		if n, ok := tpuChips(&pod.Containers[i]); ok {
-			chips, containerIdx = n, i
-			break
+	chips, containerIdx, list := 0, -1, "containers"
+	for _, cs := range []struct {
+		name string
+		c    []corev1.Container
+	}{{"containers", pod.Containers}, {"initContainers", pod.InitContainers}} {
+		for i := range cs.c {
+			if n, ok := tpuChips(&cs.c[i]); ok && containerIdx < 0 {
+				chips, containerIdx, list = n, i, cs.name
+			}
 		}
 	}
 	if containerIdx < 0 || sel[gke.AcceleratorLabel] == "" && sel[gke.TopologyLabel] == "" {
@@ -36,7 +41,7 @@ func ValidateJobSpec(spec *batchv1.JobSpec, slices int, p *field.Path) field.Err
 		return field.ErrorList{field.Invalid(selPath.Key(gke.TopologyLabel), sel[gke.TopologyLabel], err.Error())}
 	}
 	var errs field.ErrorList
-	limitPath := p.Child("template", "spec", "containers").Index(containerIdx).Child("resources", "limits").Key(gke.TPUResource)
+	limitPath := p.Child("template", "spec", list).Index(containerIdx).Child("resources", "limits").Key(gke.TPUResource)
 	if chips != shape.ChipsPerHost {
 		errs = append(errs, field.Invalid(limitPath, chips, fmt.Sprintf("%s %s has %d chips per host: request google.com/tpu: %d",
 			shape.Accelerator, shape.Topology, shape.ChipsPerHost, shape.ChipsPerHost)))

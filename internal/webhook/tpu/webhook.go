@@ -15,9 +15,12 @@ import (
 
 // MatchTPU is the CEL matchCondition that keeps every Job that requests no
 // TPU away from these webhooks, so an outage of the manager never blocks one.
-const MatchTPU = `object.spec.template.spec.containers.exists(c, has(c.resources) && ` +
+const MatchTPU = `object.spec.template.spec.containers.exists(c, ` + tpuContainer + `) || ` +
+	`(has(object.spec.template.spec.initContainers) && object.spec.template.spec.initContainers.exists(c, ` + tpuContainer + `))`
+
+const tpuContainer = `has(c.resources) && ` +
 	`((has(c.resources.limits) && 'google.com/tpu' in c.resources.limits) || ` +
-	`(has(c.resources.requests) && 'google.com/tpu' in c.resources.requests)))`
+	`(has(c.resources.requests) && 'google.com/tpu' in c.resources.requests))`
 
 // JobWebhook serves /mutate-batch-v1-job and /validate-batch-v1-job.
 type JobWebhook struct{}
