@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,36 +152,18 @@ func runningOnDistinctPools(t *testing.T, c *framework.Cluster, jobset string, a
 // killManager sends SIGKILL to the local cluster's manager and waits until it is gone.
 func killManager(t *testing.T, c *framework.Cluster) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(c.Home, "state.json"))
-	if err != nil {
-		t.Fatal(err)
+	pid := c.Process("multislice-manager").PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill manager %d: %v", pid, err)
 	}
-	var st struct {
-		Processes []struct {
-			Name string `json:"name"`
-			PID  int    `json:"pid"`
-		} `json:"processes"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range st.Processes {
-		if p.Name != "multislice-manager" {
-			continue
+	// Gone, or a zombie nobody has reaped yet: either way it serves nothing.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
 		}
-		if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill manager %d: %v", p.PID, err)
-		}
-		// Gone, or a zombie nobody has reaped yet: either way it serves nothing.
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
-			if err != nil || strings.Contains(string(stat), ") Z ") {
-				return
-			}
-		}
-		t.Fatalf("manager %d still runs after SIGKILL", p.PID)
 	}
-	t.Fatal("no multislice-manager in state.json")
+	t.Fatalf("manager %d still runs after SIGKILL", pid)
 }
 
 // TestRefusedJobSetReleasesItsPools: a seed JobSet whose pod template the

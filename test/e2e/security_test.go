@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,27 +16,9 @@ import (
 func TestEtcdLockedDown(t *testing.T) {
 	framework.RequireE2E(t)
 	c, _ := framework.StartCluster(t)
-	data, err := os.ReadFile(filepath.Join(c.Home, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		Processes []struct {
-			Name  string `json:"name"`
-			Ports []int  `json:"ports"`
-		} `json:"processes"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
-	var etcdPorts []int
-	for _, p := range st.Processes {
-		if p.Name == "etcd" {
-			etcdPorts = p.Ports
-		}
-	}
+	etcdPorts := c.Process("etcd").Ports
 	if len(etcdPorts) == 0 {
-		t.Fatal("no etcd in state.json")
+		t.Fatal("etcd has no ports in state.json")
 	}
 	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	for _, port := range etcdPorts {

@@ -6,6 +6,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,4 +145,33 @@ func Eventually(t testing.TB, timeout time.Duration, check func(ctx context.Cont
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// Process is one component of the cluster as state.json records it.
+type Process struct {
+	Name  string `json:"name"`
+	PID   int    `json:"pid"`
+	Ports []int  `json:"ports"`
+}
+
+// Process reads the cluster's state.json for the component called name.
+func (c *Cluster) Process(name string) Process {
+	c.t.Helper()
+	data, err := os.ReadFile(filepath.Join(c.Home, "state.json"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var st struct {
+		Processes []Process `json:"processes"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		c.t.Fatal(err)
+	}
+	for _, p := range st.Processes {
+		if p.Name == name {
+			return p
+		}
+	}
+	c.t.Fatalf("no %s in %s/state.json", name, c.Home)
+	return Process{}
 }
