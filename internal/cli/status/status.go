@@ -5,7 +5,9 @@ package status
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +40,10 @@ func NewCmdStatus(f *cli.Factory) *cobra.Command {
 	return cmd
 }
 
+// fleetTimeout bounds the fleet's part of `status`, so that it answers
+// within five seconds even when the API server or etcd is down.
+const fleetTimeout = 4 * time.Second
+
 // Run prints components, then node pools and multislice groups.
 func Run(ctx context.Context, f *cli.Factory) error {
 	home, err := f.Home()
@@ -55,31 +61,39 @@ func Run(ctx context.Context, f *cli.Factory) error {
 	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "COMPONENT\tSTATE\tPID\tPORTS\tMEMORY\tLOG")
 	var total int64
-	down := 0
+	var down []string
 	for _, c := range comps {
 		state := "running"
 		if !c.Running {
-			state, down = "STOPPED", down+1
+			state, down = "STOPPED", append(down, c.Name)
 		}
 		total += c.RSSBytes
 		fmt.Fprintf(w, "%s\t%s\t%d\t%v\t%s\t%s\n", c.Name, state, c.PID, c.Ports, mib(c.RSSBytes), c.Log)
 	}
 	fmt.Fprintf(w, "total\t\t\t\t%s\t\n", mib(total))
 	w.Flush()
-	if down > 0 {
-		fmt.Fprintf(f.Out, "\n%d component(s) stopped: read their logs, then `multislice down` and `multislice up`\n", down)
+	if len(down) > 0 {
+		fmt.Fprintf(f.Out, "\nstopped: %s. `multislice up` restarts them; their logs say why they stopped\n", strings.Join(down, ", "))
 	}
 	client, _, err := f.Client()
 	if err != nil {
 		return err
 	}
+	// The fleet comes from the API: whatever is down, answer in seconds.
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
 	c, err := cloud.Open(ctx, client)
-	if err != nil {
-		return err
+	var pools []cloud.PoolStatus
+	var groups []cloud.GroupStatus
+	if err == nil {
+		pools, groups, err = c.Status(ctx)
 	}
-	pools, groups, err := c.Status(ctx)
 	if err != nil {
-		return err
+		why := "the API server does not answer"
+		if len(down) > 0 {
+			why += " (stopped: " + strings.Join(down, ", ") + ")"
+		}
+		return fmt.Errorf("%s: no fleet to show: %w", why, err)
 	}
 	fmt.Fprintln(f.Out)
 	PrintPools(f, pools)
