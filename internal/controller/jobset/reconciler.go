@@ -226,7 +226,7 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		errs = append(errs, createErr)
 		if why := refusal(createErr); why != "" {
 			// Never runnable as it stands: say so, and let others have its domains.
-			placed := r.Placer != nil && exclusiveKey(js) != ""
+			placed := r.Placer != nil && meta.FindStatusCondition(p.Status.Conditions, string(TopologyAssigned)) != nil
 			if placed {
 				r.Placer.Release(client.ObjectKeyFromObject(js))
 			}
