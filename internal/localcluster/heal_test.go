@@ -1,0 +1,59 @@
+package localcluster
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// Heal restarts only the components that died, with their recorded
+// binary and arguments, and records the new pid.
+func TestHealRestartsTheDead(t *testing.T) {
+	h := Home(t.TempDir())
+	if err := os.MkdirAll(h.LogDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err == nil {
+		sleep, err = filepath.EvalSymlinks(sleep) // alive() compares the resolved executable
+	}
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	dead := exec.Command(sleep, "0")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	st := &State{Processes: []Process{
+		{Name: "alive", PID: os.Getpid(), Binary: self},
+		{Name: "sleeper", PID: dead.Process.Pid, Binary: sleep, Args: []string{"30"}},
+	}}
+	if err := h.writeState(st); err != nil {
+		t.Fatal(err)
+	}
+	healed, err := Heal(h)
+	if err != nil || len(healed) != 1 || healed[0] != "sleeper" {
+		t.Fatalf("Heal = %v, %v; want [sleeper]", healed, err)
+	}
+	after, err := h.ReadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := after.Processes[1]
+	t.Cleanup(func() { _ = syscall.Kill(p.PID, syscall.SIGKILL) })
+	if p.PID == dead.Process.Pid || !p.alive() {
+		t.Fatalf("sleeper not running again: pid %d (was %d)", p.PID, dead.Process.Pid)
+	}
+	if after.Processes[0].PID != os.Getpid() {
+		t.Error("the live component was touched")
+	}
+	if again, err := Heal(h); err != nil || len(again) != 0 {
+		t.Errorf("second Heal = %v, %v; want nothing to do", again, err)
+	}
+}
