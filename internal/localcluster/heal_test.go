@@ -57,3 +57,19 @@ func TestHealRestartsTheDead(t *testing.T) {
 		t.Errorf("second Heal = %v, %v; want nothing to do", again, err)
 	}
 }
+
+// freePort stays below the ephemeral range and never repeats itself.
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	low, high := listenPorts()
+	seen := map[int]bool{}
+	for range 50 {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < low || p >= high || seen[p] {
+			t.Fatalf("port %d: outside [%d, %d) or handed out twice", p, low, high)
+		}
+		seen[p] = true
+	}
+}

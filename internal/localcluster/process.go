@@ -3,11 +3,13 @@ package localcluster
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -100,14 +102,50 @@ func (p Process) stop(grace time.Duration) {
 	}
 }
 
-// freePort asks the kernel for an unused port on the loopback address.
+// freePort returns an unused loopback port below the kernel's ephemeral
+// range. A port from that range (what listening on :0 gives) can be taken
+// as the source port of an outgoing connection, and the cluster's own
+// clients make many, between our check and the component's bind; ports
+// below it are only ever taken by an explicit bind. A port is handed out
+// once per process, so one cluster never gets the same port twice.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	low, high := listenPorts()
+	for range 500 {
+		p := low + rand.IntN(high-low)
+		if handOut(p) && portFree(p) {
+			return p, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port on 127.0.0.1 between %d and %d", low, high)
+}
+
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{}
+)
+
+func handOut(p int) bool {
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	if handed[p] {
+		return false
+	}
+	handed[p] = true
+	return true
+}
+
+// listenPorts is the range freePort picks from: from 10000 to the start of
+// the ephemeral range (/proc/sys/net/ipv4/ip_local_port_range, 32768 by default).
+func listenPorts() (low, high int) {
+	low, high = 10000, 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > low+1000 {
+				high = n
+			}
+		}
+	}
+	return low, high
 }
 
 // portFree reports whether nothing listens on the loopback port.
