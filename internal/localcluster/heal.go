@@ -1,6 +1,9 @@
 package localcluster
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Heal restarts, with their recorded binary, arguments and ports, the
 // components of a running cluster in h that have died (e.g. a manager
@@ -18,6 +21,12 @@ func Heal(h Home) ([]string, error) {
 			continue
 		}
 		for _, port := range p.Ports {
+			// A process killed a moment ago may still hold its sockets
+			// while its last threads exit: give its ports a few seconds.
+			deadline := time.Now().Add(10 * time.Second)
+			for !portFree(port) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
 			if !portFree(port) {
 				return healed, fmt.Errorf("cannot restart %s: its port %d is taken by another process; stop the cluster with `multislice down` and start it again", p.Name, port)
 			}
