@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -348,7 +349,8 @@ func validateElastic(old *api.JobSet, o, rj *api.ReplicatedJob, p *field.Path) f
 	if !indexed(rj) || !pChanged && !cChanged && !rChanged {
 		return nil // a NonIndexed change falls to "field is immutable"
 	}
-	if _, done := finishedState(old); done {
+	if meta.IsStatusConditionTrue(old.Status.Conditions, string(api.JobSetCompleted)) ||
+		meta.IsStatusConditionTrue(old.Status.Conditions, string(api.JobSetFailed)) {
 		return field.ErrorList{field.Forbidden(p.Child("template", "spec"),
 			"parallelism, completions and replicas cannot change once the JobSet has finished (Completed or Failed)")}
 	}
@@ -368,14 +370,4 @@ func validateElastic(old *api.JobSet, o, rj *api.ReplicatedJob, p *field.Path) f
 		errs = append(errs, field.Invalid(p.Child("replicas"), rj.Replicas, "replicas must be >= 1: suspend or delete the JobSet to stop it"))
 	}
 	return errs
-}
-
-// finishedState reports the JobSet's terminal condition, if any.
-func finishedState(js *api.JobSet) (string, bool) {
-	for _, c := range js.Status.Conditions {
-		if (c.Type == string(api.JobSetCompleted) || c.Type == string(api.JobSetFailed)) && c.Status == "True" {
-			return c.Type, true
-		}
-	}
-	return "", false
 }
