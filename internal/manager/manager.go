@@ -32,6 +32,7 @@ import (
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/outage"
 	"github.com/multislice/multislice/internal/slicehealth"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
 	tpuwebhook "github.com/multislice/multislice/internal/webhook/tpu"
@@ -87,6 +88,7 @@ func ownedByJobSets() labels.Selector {
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	outage.RideOut(cfg)
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cloud"
+	"github.com/multislice/multislice/internal/outage"
 )
 
 // NewCmdChaos is `multislice chaos`.
@@ -91,6 +93,10 @@ func open(cmd *cobra.Command, f *cli.Factory) (*cloud.Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openWith(cmd, client)
+}
+
+func openWith(cmd *cobra.Command, client kubernetes.Interface) (*cloud.Cloud, error) {
 	c, err := cloud.Open(cmd.Context(), client)
 	if err != nil {
 		return nil, err
@@ -109,7 +115,16 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := open(cmd, f)
+			_, cfg, err := f.Client()
+			if err != nil {
+				return err
+			}
+			outage.RideOut(cfg) // a component: it waits out a control-plane outage
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			c, err := openWith(cmd, client)
 			if err != nil {
 				return err
 			}

@@ -109,7 +109,7 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	if errors.Is(err, localcluster.ErrAlreadyRunning) {
 		healed, healErr := localcluster.Heal(home)
 		for _, name := range healed {
-			fmt.Fprintf(f.Out, "restarted %s, which had stopped (log: %s)\n", name, home.Log(name))
+			fmt.Fprintf(f.Out, "restarted %s (log: %s)\n", name, home.Log(name))
 		}
 		if healErr != nil {
 			return healErr

@@ -126,9 +126,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.batchCounts(&js, &plan)
 	if err := r.act(ctx, &js, &plan); err != nil {
+		if onlyConflicts(err) {
+			// The cache is behind the server: the watch event that brings
+			// it up to date requeues the JobSet. Not a failure to back off
+			// from (exponentially: seconds after a burst of conflicts).
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// onlyConflicts: every error err joins or wraps is a write conflict.
+func onlyConflicts(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !onlyConflicts(e) {
+				return false
+			}
+		}
+		return len(joined.Unwrap()) > 0
+	}
+	return apierrors.IsConflict(err)
 }
 
 // batchCounts postpones a status write that changes nothing but counts
