@@ -11,9 +11,13 @@ import (
 	"strconv"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/multislice/multislice/internal/install"
+	"github.com/multislice/multislice/internal/sim"
 )
 
 // StartOptions configures Start.
@@ -112,6 +116,12 @@ func (r *Running) boot(ctx context.Context, opts StartOptions, p ports) error {
 		return err
 	}
 	if err := r.WaitFor(ctx, "kube-apiserver", 90*time.Second, httpOK(cfg.Host+"/readyz", tlsCfg)); err != nil {
+		return err
+	}
+	if err := install.ApplyRBAC(ctx, cfg, sim.KwokRBAC, "", kwokUser); err != nil {
+		return fmt.Errorf("grant kwok its permissions: %w", err)
+	}
+	if err := install.WaitAllowed(ctx, r.Client, kwokUser, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Subresource: "status"}); err != nil {
 		return err
 	}
 	if opts.BeforeControllers != nil {

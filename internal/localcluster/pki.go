@@ -25,14 +25,23 @@ type identity struct {
 	organization []string
 }
 
+// ManagerUser is the user the local manager authenticates as; `up` grants
+// it the manager's shipped permissions (config/rbac), nothing more.
+const ManagerUser = "multislice-manager"
+
+// kwokUser is kwok's user, granted sim.KwokRBAC.
+const kwokUser = "multislice-kwok"
+
 // identities: the scheduler and controller-manager get their RBAC-bootstrapped
-// users; kwok and the admin (the user, the manager) are cluster admins.
+// users, kwok and the manager their own least-privilege roles; only the
+// admin (the person at the keyboard, and the simulated cloud, which plays
+// GKE's control plane) is a cluster admin.
 var identities = []identity{
 	{name: "admin", commonName: "multislice-admin", organization: []string{"system:masters"}},
 	{name: "kube-scheduler", commonName: "system:kube-scheduler"},
 	{name: "kube-controller-manager", commonName: "system:kube-controller-manager"},
-	{name: "kwok", commonName: "multislice-kwok", organization: []string{"system:masters"}},
-	{name: "manager", commonName: "multislice-manager", organization: []string{"system:masters"}},
+	{name: "kwok", commonName: kwokUser},
+	{name: "manager", commonName: ManagerUser},
 }
 
 // writePKI creates a fresh CA, the apiserver serving certificate, one client

@@ -25,3 +25,9 @@ const (
 //
 //go:embed stages.yaml
 var Stages []byte
+
+// KwokRBAC is what kwok may do: a ClusterRole and its binding, to which
+// the local cluster adds kwok's user.
+//
+//go:embed kwok-rbac.yaml
+var KwokRBAC []byte

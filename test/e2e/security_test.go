@@ -5,20 +5,28 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/multislice/multislice/test/framework"
 )
 
-// TestEtcdLockedDown: the local cluster's etcd answers only TLS clients
-// with a certificate of the cluster's CA, so nobody else on the machine
-// reads its Secrets; the cluster works through the apiserver as before.
-func TestEtcdLockedDown(t *testing.T) {
+// TestLockedDown: the local cluster's etcd answers only TLS clients with a
+// certificate of the cluster's CA, so nobody else on the machine reads its
+// Secrets; the cluster works through the apiserver as before; the manager
+// and kwok hold only their own permissions, not cluster-admin.
+func TestLockedDown(t *testing.T) {
 	framework.RequireE2E(t)
 	c, _ := framework.StartCluster(t)
 	etcdPorts := c.Process("etcd").Ports
@@ -38,6 +46,31 @@ func TestEtcdLockedDown(t *testing.T) {
 	}
 	if out := c.MustRun("nodepool", "list"); len(out) == 0 {
 		t.Error("the cluster does not answer through the apiserver")
+	}
+
+	ctx := context.Background()
+	as := func(identity string) kubernetes.Interface {
+		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.Home, "pki", identity+".kubeconfig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	for _, identity := range []string{"manager", "kwok"} {
+		cs := as(identity)
+		if _, err := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("%s lists kube-system's Secrets: %v, want forbidden", identity, err)
+		}
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "escalate"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}}
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, dryRun); !apierrors.IsForbidden(err) {
+			t.Errorf("%s creates a ClusterRole: %v, want forbidden", identity, err)
+		}
+	}
+	if _, err := as("manager").BatchV1().Jobs("default").Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}, dryRun); err != nil {
+		t.Errorf("the manager may not create a Job: %v", err)
 	}
 }
 

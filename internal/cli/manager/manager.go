@@ -14,6 +14,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/manager"
 )
 
@@ -50,7 +51,7 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
-	fl.StringVar(&o.Namespace, "namespace", "multislice-system", "namespace of the webhook Service, certificate Secret and leader-election Lease")
+	fl.StringVar(&o.Namespace, "namespace", install.Namespace, "namespace of the webhook Service, certificate Secret and leader-election Lease")
 	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus /metrics endpoint (0 disables it)")
 	fl.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token may get /metrics (TokenReview + SubjectAccessReview); false: plain HTTP, for a loopback address")
 	fl.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiler endpoints /debug/pprof (empty: off)")

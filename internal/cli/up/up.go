@@ -102,8 +102,11 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 			if opts.NoManager {
 				return nil
 			}
-			fmt.Fprintln(f.Out, "installing the JobSet CRD")
-			return install.CRD(ctx, r.Config)
+			fmt.Fprintln(f.Out, "installing the JobSet CRD and the manager's permissions")
+			if err := install.CRD(ctx, r.Config); err != nil {
+				return err
+			}
+			return install.ManagerRBAC(ctx, r.Config, install.Namespace, localcluster.ManagerUser)
 		},
 	})
 	if errors.Is(err, localcluster.ErrAlreadyRunning) {
