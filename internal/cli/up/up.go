@@ -121,12 +121,12 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	controlPlane := time.Since(began)
-	if err := provision(ctx, f.Out, running, cfg, pools, opts); err != nil {
+	if err := provision(ctx, f.Out, running, cfg, pools, opts); err != nil || ctx.Err() != nil {
 		running.Stop()
-		return err
+		return interrupted(ctx, err)
 	}
 	total := time.Since(began)
 	nodes := 0
@@ -145,6 +145,15 @@ Stop it:
   multislice down
 `, home.Kubeconfig(), gke.NodePoolLabel, gke.TopologyLabel, cfg.Keys().Name)
 	return nil
+}
+
+// interrupted says plainly that a signal stopped `up` (the half-started
+// cluster has been stopped by then) instead of "context canceled".
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return errors.New("interrupted: stopped everything this `up` had started")
 }
 
 func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg *fleet.Config, pools []fleet.Resolved, opts *Options) error {

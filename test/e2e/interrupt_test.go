@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/multislice/multislice/test/framework"
+)
+
+// TestUpInterrupted: SIGTERM or SIGINT at each step of `multislice up`
+// (as each step begins) makes it stop everything it started and exit
+// non-zero within seconds; nothing of the half-built cluster is left running.
+func TestUpInterrupted(t *testing.T) {
+	framework.RequireE2E(t)
+	steps := []string{"starting etcd", "starting kube-apiserver", "installing the JobSet CRD", "starting kube-controller-manager",
+		"starting kwok", "starting multislice-manager", "creating the fleet", "starting cloud-repair"}
+	for i, step := range steps {
+		sig := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}[i%2]
+		home := t.TempDir()
+		cmd := exec.Command(filepath.Join(framework.BinDir(t), "multislice"), "up")
+		cmd.Env = append(os.Environ(), "MULTISLICE_HOME="+home, "MULTISLICE_BIN_DIR="+framework.BinDir(t))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(stdout)
+		sent, began := false, time.Now()
+		for lines.Scan() {
+			if !sent && strings.HasPrefix(lines.Text(), step) {
+				_ = cmd.Process.Signal(sig)
+				sent, began = true, time.Now()
+			}
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%s at %q: up still runs after 30 s", sig, step)
+		}
+		if !sent {
+			t.Errorf("up never printed %q", step)
+		}
+		if err == nil {
+			t.Errorf("%s at %q: up exited 0, want an error", sig, step)
+		}
+		for _, p := range recordedPIDs(t, home) {
+			if alive(p) {
+				t.Errorf("%s at %q: pid %d of the half-built cluster still runs", sig, step, p)
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+		t.Logf("%s at %q: exited %s after the signal: %s", sig, step, time.Since(began).Round(10*time.Millisecond), strings.TrimSpace(stderr.String()))
+		if out, err := framework.RunIn(t, home, "down"); err != nil {
+			t.Errorf("down after the interrupted up: %v\n%s", err, out)
+		}
+	}
+}
+
+func recordedPIDs(t *testing.T, home string) []int {
+	data, err := os.ReadFile(filepath.Join(home, "state.json"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Processes []struct {
+			PID int `json:"pid"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, p := range st.Processes {
+		pids = append(pids, p.PID)
+	}
+	return pids
+}
+
+// alive: the process exists and is not a zombie.
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	return i > 0 && len(data) > i+2 && data[i+2] != 'Z'
+}
