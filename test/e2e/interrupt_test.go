@@ -103,3 +103,40 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(string(data), ')')
 	return i > 0 && len(data) > i+2 && data[i+2] != 'Z'
 }
+
+// TestUpRefusesBadInput: bad flags and fleet files are refused before
+// anything starts, naming the field and the fix, with a non-zero exit.
+func TestUpRefusesBadInput(t *testing.T) {
+	framework.RequireE2E(t)
+	dir := t.TempDir()
+	fleet := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return "--fleet=" + path
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up", "--apiserver-port=70000"}, "must be 1 to 65535"},
+		{[]string{"up", "--feature-gates=Bogus=true"}, "with Name one of ElasticJobSet"},
+		{[]string{"up", "--timeout=banana"}, `invalid argument "banana" for "--timeout"`},
+		{[]string{"up", fleet("huge.yaml", "pools:\n- {name: p, machineType: e2-standard-8, numNodes: 2000000000}\n")}, "raise limits.nodes in the fleet file on purpose"},
+		{[]string{"up", fleet("tpu.yaml", "groups:\n- {name: g, accelerator: tpu-v9, topology: 2x2x2, slices: 1}\n")}, `unknown TPU accelerator "tpu-v9": use one of`},
+		{[]string{"up", fleet("dup.yaml", "pools:\n- {name: p, machineType: e2-standard-8, numNodes: 1}\n- {name: p, machineType: e2-standard-8, numNodes: 1}\n")}, `pools[1].name: "p" is already declared by pools[0]`},
+		{[]string{"up", "--fleet=" + filepath.Join(dir, "missing.yaml")}, "no such file"},
+		{[]string{"upp"}, `unknown command "upp"`},
+		{[]string{"workload", "creat", "x"}, `unknown command "creat" for "multislice workload"`},
+	} {
+		home := filepath.Join(dir, "home")
+		out, err := framework.RunIn(t, home, tc.args...)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("multislice %s: err=%v, output:\n%s\nwant a refusal containing %q", strings.Join(tc.args, " "), err, out, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(home, "state.json")); err == nil {
+			t.Errorf("multislice %s started something", strings.Join(tc.args, " "))
+		}
+	}
+}
