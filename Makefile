@@ -9,7 +9,13 @@ GOTEST_FLAGS ?= -count=1
 CONTROLLER_TOOLS_VERSION := $(shell sed -n 's/^CONTROLLER_TOOLS_VERSION=//p' internal/versions/versions.env)
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 
-.PHONY: all build binaries demo test test-unit test-e2e fmt vet clean generate verify-generated
+# The image a real cluster pulls; push it to your own registry and set IMAGE.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+CREATED  := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE    ?= ghcr.io/multislice/multislice:$(VERSION)
+
+.PHONY: all build binaries demo test test-unit test-e2e fmt vet clean generate verify-generated image release
 
 all: build
 
@@ -33,6 +39,16 @@ $(CONTROLLER_GEN):
 # The generated files are committed; CI checks they match the API.
 verify-generated: generate
 	@git diff --exit-code -- api config/crd || { echo 'generated files are stale: run make generate and commit'; exit 1; }
+
+## image: the manager image without a container engine: dist/oci (OCI layout, linux/amd64 and
+## linux/arm64) and dist/multislice-linux-<arch>.tar for `docker load`; reproducible per commit
+image:
+	go run ./hack/image -image $(IMAGE) -version $(VERSION) -revision $(REVISION) -created $(CREATED) -out dist
+
+## release: dist/install.yaml, everything a cluster needs, pointing at $(IMAGE)
+release:
+	@mkdir -p dist
+	go run ./hack/release -image $(IMAGE) -out dist/install.yaml
 
 ## demo: start the local cluster and run a TPU Indexed Job on the simulated fleet
 demo: binaries build

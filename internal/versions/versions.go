@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// Multislice is this build's version, stamped by `make image`
+// (-ldflags -X); "dev" otherwise.
+var Multislice = "dev"
+
 //go:embed versions.env
 var env string
 

@@ -14,13 +14,15 @@ import (
 	"github.com/multislice/multislice/internal/cli/status"
 	"github.com/multislice/multislice/internal/cli/up"
 	"github.com/multislice/multislice/internal/cli/workload"
+	"github.com/multislice/multislice/internal/versions"
 )
 
 // NewCmdRoot is `multislice`.
 func NewCmdRoot(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "multislice",
-		Short: "Multislice TPU training on Kubernetes: JobSet, TPU webhook, slice placement, auto-repair, local cluster",
+		Use:     "multislice",
+		Version: versions.Multislice,
+		Short:   "Multislice TPU training on Kubernetes: JobSet, TPU webhook, slice placement, auto-repair, local cluster",
 		Long: `multislice runs multislice accelerator training on Kubernetes.
 
 A local cluster with a simulated TPU fleet:
