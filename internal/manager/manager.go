@@ -48,11 +48,14 @@ type Options struct {
 	PprofAddr     string
 	ProbeAddr     string
 	LeaderElect   bool
-	WebhookHost   string
-	WebhookPort   int
-	CertDir       string
-	Endpoint      Endpoint
-	FeatureGates  features.Gates
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election:
+	// a killed leader is replaced within LeaseDuration + RetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	WebhookHost                               string
+	WebhookPort                               int
+	CertDir                                   string
+	Endpoint                                  Endpoint
+	FeatureGates                              features.Gates
 	// NoControllers runs the webhooks alone; NoWebhooks runs the controllers
 	// alone (upstream's integration suites run them apart).
 	NoControllers, NoWebhooks bool
@@ -84,6 +87,14 @@ func ownedByJobSets() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
+// durationOrNil leaves a zero duration to controller-runtime's default.
+func durationOrNil(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
+}
+
 // Run starts the manager and blocks until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	cfg = rest.CopyConfig(cfg)
@@ -111,8 +122,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "multislice-manager.multislice.dev",
 		LeaderElectionNamespace: o.Namespace,
-		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
-		Controller:              config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
+		LeaseDuration:           durationOrNil(o.LeaseDuration),
+		RenewDeadline:           durationOrNil(o.RenewDeadline),
+		RetryPeriod:             durationOrNil(o.RetryPeriod),
+		// A replica that stops (rollout, drain) hands the lease over at
+		// once instead of letting it run out: it stops reconciling first.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
