@@ -181,7 +181,7 @@ func leaderOf(t *testing.T, managers []*hostManager) *hostManager {
 	t.Helper()
 	for _, m := range managers {
 		log, _ := os.ReadFile(m.log)
-		if m.cmd.ProcessState == nil && strings.Contains(string(log), "successfully acquired lease") {
+		if m.cmd.ProcessState == nil && strings.Contains(string(log), "Successfully acquired lease") {
 			return m
 		}
 	}
