@@ -55,7 +55,7 @@ func Ensure(ctx context.Context, client kubernetes.Interface, o Options, now tim
 			return Ensure(ctx, client, o, now) // another replica won the race: use its certificate
 		}
 	case err == nil && NeedsRenewal(s.Data, o, now):
-		if s.Data, err = generate(o, now); err != nil {
+		if s.Data, err = renewed(s.Data, o, now); err != nil {
 			return nil, err
 		}
 		s, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
@@ -66,7 +66,44 @@ func Ensure(ctx context.Context, client kubernetes.Interface, o Options, now tim
 	if err := writeFiles(o.Dir, s.Data); err != nil {
 		return nil, err
 	}
-	return s.Data["ca.crt"], nil
+	return Bundle(s.Data, now), nil
+}
+
+// previousCA keeps the CA a renewal replaced, while it is valid.
+const previousCA = "ca-previous.crt"
+
+// renewed is a new CA and serving certificate that remembers the old CA:
+// another replica serves the old certificate until it next reads the
+// Secret, and the webhook configurations must trust both meanwhile.
+func renewed(old map[string][]byte, o Options, now time.Time) (map[string][]byte, error) {
+	data, err := generate(o, now)
+	if err != nil {
+		return nil, err
+	}
+	if valid(old["ca.crt"], now) {
+		data[previousCA] = old["ca.crt"]
+	}
+	return data, nil
+}
+
+// Bundle is the CA bundle to inject: the current CA, and the previous one
+// while it is valid.
+func Bundle(data map[string][]byte, now time.Time) []byte {
+	bundle := append([]byte(nil), data["ca.crt"]...)
+	if prev := data[previousCA]; valid(prev, now) && !bytes.Equal(prev, data["ca.crt"]) {
+		bundle = append(bundle, prev...)
+	}
+	return bundle
+}
+
+// valid: a PEM certificate that has not expired.
+func valid(certPEM []byte, now time.Time) bool {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return false
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	return err == nil && now.Before(cert.NotAfter)
 }
 
 // NeedsRenewal: missing, unparsable, expiring within RenewBefore, or not

@@ -2,6 +2,7 @@ package certs
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,5 +28,31 @@ func TestNeedsRenewal(t *testing.T) {
 	delete(data, "tls.key")
 	if !NeedsRenewal(data, o, now) {
 		t.Error("a certificate without its key is kept")
+	}
+}
+
+// A renewal keeps trusting the CA it replaces until that expires, so a
+// replica still serving the old certificate is not refused meanwhile.
+func TestRenewalTrustsThePreviousCA(t *testing.T) {
+	o := Options{DNSNames: []string{"svc"}}
+	now := time.Now()
+	old, err := generate(o, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(validity - RenewBefore + time.Hour)
+	data, err := renewed(old, o, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := string(Bundle(data, later))
+	if !strings.Contains(bundle, string(data["ca.crt"])) || !strings.Contains(bundle, string(old["ca.crt"])) {
+		t.Error("the bundle after a renewal lacks the new or the previous CA")
+	}
+	if got := string(Bundle(data, now.Add(validity+time.Hour))); got != string(data["ca.crt"]) {
+		t.Error("an expired previous CA is still trusted")
+	}
+	if got := string(Bundle(old, now)); got != string(old["ca.crt"]) {
+		t.Error("a first certificate's bundle is not its CA alone")
 	}
 }

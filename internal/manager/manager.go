@@ -4,6 +4,7 @@
 package manager
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -104,8 +105,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
+	var ca []byte
 	if !o.NoWebhooks {
-		ca, err := certs.Ensure(ctx, clientset, certOptions(o), time.Now())
+		ca, err = certs.Ensure(ctx, clientset, certOptions(o), time.Now())
 		if err != nil {
 			return err
 		}
@@ -148,7 +150,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 	}
 	if !o.NoWebhooks {
-		if err := addWebhooks(mgr, clientset, o); err != nil {
+		if err := addWebhooks(mgr, clientset, o, ca); err != nil {
 			return err
 		}
 	}
@@ -193,14 +195,14 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 }
 
 // addWebhooks registers the JobSet and TPU webhooks and keeps their certificate fresh.
-func addWebhooks(mgr ctrl.Manager, clientset kubernetes.Interface, o Options) error {
+func addWebhooks(mgr ctrl.Manager, clientset kubernetes.Interface, o Options, ca []byte) error {
 	if err := (&jobsetwebhook.Webhook{Gates: o.FeatureGates}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&tpuwebhook.JobWebhook{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return mgr.Add(&certRenewer{client: clientset, options: o})
+	return mgr.Add(&certRenewer{client: clientset, options: o, bundle: ca})
 }
 
 // slimNode drops what placement never reads (image lists are the bulk of a
@@ -255,15 +257,22 @@ func certOptions(o Options) certs.Options {
 	}
 }
 
-// certRenewer checks the certificate twice a day and renews it before it
-// expires; the webhook server reloads the files when they change.
+// certRenewer reads the certificate Secret every minute: it renews the
+// certificate before it expires, and a replica picks up what another
+// renewed within a minute (the webhook server reloads changed files). The
+// CA bundle is rewritten only when it changes.
 type certRenewer struct {
 	client  kubernetes.Interface
 	options Options
+	bundle  []byte // the CA bundle last installed
 }
 
+// NeedLeaderElection: every replica serves webhooks, so every replica
+// keeps its certificate current.
+func (c *certRenewer) NeedLeaderElection() bool { return false }
+
 func (c *certRenewer) Start(ctx context.Context) error {
-	tick := time.NewTicker(12 * time.Hour)
+	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	for {
 		select {
@@ -271,8 +280,10 @@ func (c *certRenewer) Start(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			ca, err := certs.Ensure(ctx, c.client, certOptions(c.options), time.Now())
-			if err == nil {
-				err = InstallWebhooks(ctx, c.client, c.options.Endpoint, ca)
+			if err == nil && !bytes.Equal(ca, c.bundle) {
+				if err = InstallWebhooks(ctx, c.client, c.options.Endpoint, ca); err == nil {
+					c.bundle = ca
+				}
 			}
 			if err != nil {
 				ctrl.Log.Error(err, "renew webhook certificate")
