@@ -33,6 +33,7 @@ import (
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/outage"
 	"github.com/multislice/multislice/internal/slicehealth"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
@@ -57,6 +58,9 @@ type Options struct {
 	CertDir                                   string
 	Endpoint                                  Endpoint
 	FeatureGates                              features.Gates
+	// TPUWebhook is auto, true or false: whether the TPU webhook injects
+	// and validates; auto stands aside on GKE, whose own webhook does it.
+	TPUWebhook string
 	// NoControllers runs the webhooks alone; NoWebhooks runs the controllers
 	// alone (upstream's integration suites run them apart).
 	NoControllers, NoWebhooks bool
@@ -86,6 +90,37 @@ func Scheme() *runtime.Scheme {
 func ownedByJobSets() labels.Selector {
 	req, _ := labels.NewRequirement(api.JobSetNameKey, selection.Exists, nil)
 	return labels.NewSelector().Add(*req)
+}
+
+// tpuStandsAside decides, from --tpu-webhook and (for auto) the API
+// server's version, whether the TPU webhook stands aside.
+func tpuStandsAside(flag string, client kubernetes.Interface) (bool, error) {
+	version := ""
+	if flag == "auto" || flag == "" {
+		v, err := client.Discovery().ServerVersion()
+		if err != nil {
+			return false, fmt.Errorf("--tpu-webhook=auto: read the API server's version: %w", err)
+		}
+		version = v.GitVersion
+	}
+	aside, err := standAside(flag, version)
+	if aside && version != "" {
+		ctrl.Log.Info("GKE cluster (" + version + "): the TPU webhook stands aside for GKE's own; --tpu-webhook=true overrides")
+	}
+	return aside, err
+}
+
+// standAside: false and auto-on-GKE stand aside; true never does.
+func standAside(flag, serverVersion string) (bool, error) {
+	switch flag {
+	case "true":
+		return false, nil
+	case "false":
+		return true, nil
+	case "", "auto":
+		return gke.IsGKE(serverVersion), nil
+	}
+	return false, fmt.Errorf("--tpu-webhook=%s: want auto, true or false", flag)
 }
 
 // durationOrNil leaves a zero duration to controller-runtime's default.
@@ -199,7 +234,11 @@ func addWebhooks(mgr ctrl.Manager, clientset kubernetes.Interface, o Options, ca
 	if err := (&jobsetwebhook.Webhook{Gates: o.FeatureGates}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&tpuwebhook.JobWebhook{}).SetupWithManager(mgr); err != nil {
+	standAside, err := tpuStandsAside(o.TPUWebhook, clientset)
+	if err != nil {
+		return err
+	}
+	if err := (&tpuwebhook.JobWebhook{StandAside: standAside}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return mgr.Add(&certRenewer{client: clientset, options: o, bundle: ca})

@@ -65,6 +65,7 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/multislice-webhook-certs", "where the managed serving certificate is written")
 	fl.StringVar(&webhookURL, "webhook-url", "", "reach the webhooks at this URL base (e.g. https://127.0.0.1:9443) instead of through the Service")
 	fl.StringVar(&gates, "feature-gates", "", features.Help())
+	fl.StringVar(&o.TPUWebhook, "tpu-webhook", "auto", "inject and validate the TPU environment of TPU Jobs: true, false, or auto (false on GKE, whose own webhook does it)")
 	fl.StringVar(&controllers, "controllers", "all", "all: run the JobSet controller, placement and slice health; none: webhooks only")
 	fl.StringVar(&webhooks, "webhooks", "all", "all: serve and install the admission webhooks; none: controllers only")
 	fl.StringVar(&o.GroupLabel, "group-label", "MultisliceGroup", "node label naming a node pool's multislice group")

@@ -23,7 +23,13 @@ const tpuContainer = `has(c.resources) && ` +
 	`(has(c.resources.requests) && 'google.com/tpu' in c.resources.requests))`
 
 // JobWebhook serves /mutate-batch-v1-job and /validate-batch-v1-job.
-type JobWebhook struct{}
+type JobWebhook struct {
+	// StandAside makes both webhooks allow every Job unchanged: on GKE,
+	// GKE's own webhook injects the TPU environment and ours must not add
+	// a second one. The paths keep answering, so the webhook configurations
+	// are the same everywhere.
+	StandAside bool
+}
 
 // SetupWithManager registers both webhooks.
 func (w *JobWebhook) SetupWithManager(mgr ctrl.Manager) error {
@@ -32,12 +38,18 @@ func (w *JobWebhook) SetupWithManager(mgr ctrl.Manager) error {
 
 // Default injects the TPU environment.
 func (w *JobWebhook) Default(_ context.Context, job *batchv1.Job) error {
+	if w.StandAside {
+		return nil
+	}
 	Inject(job)
 	return nil
 }
 
 // ValidateCreate refuses TPU Jobs whose shape cannot work.
 func (w *JobWebhook) ValidateCreate(_ context.Context, job *batchv1.Job) (admission.Warnings, error) {
+	if w.StandAside {
+		return nil, nil
+	}
 	slices := 1
 	if n, err := strconv.Atoi(job.Labels[jobset.ReplicatedJobReplicas]); err == nil && job.Labels[jobset.JobSetNameKey] != "" {
 		slices = n
