@@ -33,6 +33,7 @@ func TestImageIsReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("image config: user %s, entrypoint %v, cmd %v, labels %v", cfg.Config.User, cfg.Config.Entrypoint, cfg.Config.Cmd, cfg.Config.Labels)
 	if cfg.Config.User != "65532:65532" || cfg.Config.Entrypoint[0] != "/multislice" || cfg.Architecture != "arm64" ||
 		cfg.Config.Labels["org.opencontainers.image.revision"] != "abc" {
 		t.Errorf("config %+v", cfg.Config)

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/multislice/multislice/internal/release"
 	"github.com/multislice/multislice/test/framework"
 )
 
-// TestDeployManifests: config/default (namespace, CRD, RBAC, webhook
-// configurations, Deployment) is accepted by a real apiserver. The cluster
-// runs without our manager, as a real cluster would before installation.
-// Server-side apply, as for upstream JobSet: the CRD is too large for the
-// client-side last-applied annotation.
+// TestDeployManifests: dist/install.yaml (as `make release` renders it) is
+// accepted by a real API server that has no Multislice yet, applying it a
+// second time changes nothing and conflicts with nothing, and
+// `kubectl diff` then finds no difference. Server-side apply, as for
+// upstream JobSet: the CRD is too large for the client-side annotation.
 func TestDeployManifests(t *testing.T) {
 	framework.RequireE2E(t)
 	kubectl, err := exec.LookPath("kubectl")
@@ -22,17 +23,37 @@ func TestDeployManifests(t *testing.T) {
 		t.Skip("kubectl is not installed")
 	}
 	c, _ := framework.StartCluster(t, "--no-manager")
-	cmd := exec.Command(kubectl, "apply", "--server-side", "--dry-run=server", "-k", "../../config/default")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
-	out, err := cmd.CombinedOutput()
+	manifest, err := release.Install("../../config/default", "example.com/multislice:e2e")
 	if err != nil {
-		t.Fatalf("kubectl apply --server-side --dry-run=server -k config/default: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io", "deployment.apps/multislice-manager",
-		"clusterrole.rbac.authorization.k8s.io/multislice-manager", "mutatingwebhookconfiguration.admissionregistration.k8s.io/multislice-mutating-webhook-configuration",
-		"validatingwebhookconfiguration.admissionregistration.k8s.io/multislice-validating-webhook-configuration"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("dry run output lacks %s:\n%s", want, out)
+	file := filepath.Join(t.TempDir(), "install.yaml")
+	if err := os.WriteFile(file, manifest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(kubectl, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("apply", "--server-side", "-f", file)
+	if err != nil {
+		t.Fatalf("kubectl apply --server-side -f install.yaml: %v\n%s", err, out)
+	}
+	for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io serverside-applied",
+		"deployment.apps/multislice-manager serverside-applied", "poddisruptionbudget.policy/multislice-manager serverside-applied",
+		"clusterrole.rbac.authorization.k8s.io/multislice-manager serverside-applied",
+		"mutatingwebhookconfiguration.admissionregistration.k8s.io/multislice-mutating-webhook-configuration serverside-applied",
+		"validatingwebhookconfiguration.admissionregistration.k8s.io/multislice-validating-webhook-configuration serverside-applied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply output lacks %s:\n%s", want, out)
 		}
+	}
+	if out, err := run("apply", "--server-side", "-f", file); err != nil {
+		t.Errorf("second apply: %v\n%s", err, out)
+	}
+	if out, err := run("diff", "--server-side", "-f", file); err != nil {
+		t.Errorf("kubectl diff after two applies (exit status 1 means a difference): %v\n%s", err, out)
 	}
 }
