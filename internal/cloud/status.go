@@ -3,14 +3,13 @@ package cloud
 import (
 	"context"
 	"fmt"
-	"time"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/slicehealth"
 )
 
 // PoolStatus is a pool with the state of its nodes.
@@ -56,15 +55,14 @@ func Summarize(pools []fleet.Resolved, nodes []corev1.Node, keys fleet.GroupLabe
 		pool := n.Labels[gke.NodePoolLabel]
 		present[pool]++
 		byPool[pool] = append(byPool[pool], n)
-		if NodeReady(&n) {
+		if gke.NodeReady(&n) {
 			ready[pool]++
 		}
 	}
 	statuses := make([]PoolStatus, len(pools))
 	byName := map[string]PoolStatus{}
-	now := time.Now()
 	for i, p := range pools {
-		_, problem := slicehealth.Diagnose(byPool[p.Name], p.Nodes, 0, now)
+		problem := grade(byPool[p.Name], p.Nodes)
 		statuses[i] = PoolStatus{Resolved: p, Present: present[p.Name], Ready: ready[p.Name], Problem: problem}
 		byName[p.Name] = statuses[i]
 	}
@@ -84,12 +82,24 @@ func Summarize(pools []fleet.Resolved, nodes []corev1.Node, keys fleet.GroupLabe
 	return statuses, out, err
 }
 
-// NodeReady reports the node's Ready condition.
-func NodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+// grade is the simulated cloud's view of a slice: what is wrong with it
+// now, "" when nothing. The cloud's own rule, apart from the manager's
+// slice health (which waits out a grace before it fails a slice).
+func grade(nodes []corev1.Node, want int) string {
+	switch {
+	case len(nodes) == 0:
+		return "every host is gone"
+	case len(nodes) < want:
+		return fmt.Sprintf("%d of its %d hosts are gone", want-len(nodes), want)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	for i := range nodes {
+		if problem := gke.HostProblem(&nodes[i]); problem != "" {
+			return problem
+		}
+		if !gke.NodeReady(&nodes[i]) {
+			return fmt.Sprintf("host %s is NotReady", nodes[i].Name)
 		}
 	}
-	return false
+	return ""
 }

@@ -28,34 +28,12 @@ func Diagnose(nodes []corev1.Node, expected int, grace time.Duration, now time.T
 	}
 	for i := range sorted {
 		n := &sorted[i]
-		if n.DeletionTimestamp != nil {
-			return true, fmt.Sprintf("host %s is being deleted", n.Name)
+		if problem := gke.HostProblem(n); problem != "" {
+			return true, problem
 		}
-		for _, t := range n.Spec.Taints {
-			if t.Key == gke.ImpendingTerminationTaint {
-				return true, fmt.Sprintf("host %s has an impending termination (taint %s)", n.Name, t.Key)
-			}
-		}
-		if n.Labels[gke.ActiveMaintenanceLabel] == "ONGOING" {
-			return true, fmt.Sprintf("host %s is under maintenance (%s=ONGOING)", n.Name, gke.ActiveMaintenanceLabel)
-		}
-		if n.Spec.Unschedulable {
-			return true, fmt.Sprintf("host %s is cordoned for repair", n.Name)
-		}
-		if since, notReady := notReadySince(n); notReady && now.Sub(since) >= grace {
+		if since, notReady := gke.NotReadySince(n); notReady && now.Sub(since) >= grace {
 			return true, fmt.Sprintf("host %s is NotReady for %s", n.Name, now.Sub(since).Round(time.Second))
 		}
 	}
 	return false, ""
-}
-
-// notReadySince: when the node's Ready condition left True (a missing
-// condition counts as not ready since the node was created).
-func notReadySince(n *corev1.Node) (time.Time, bool) {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.LastTransitionTime.Time, c.Status != corev1.ConditionTrue
-		}
-	}
-	return n.CreationTimestamp.Time, true
 }

@@ -147,7 +147,7 @@ func (m *Monitor) fail(ctx context.Context, j *batchv1.Job, msg string, now time
 func (m *Monitor) releaseStrandedPods(ctx context.Context, j *batchv1.Job, nodes []corev1.Node) error {
 	healthy := map[string]bool{}
 	for i := range nodes {
-		if _, notReady := notReadySince(&nodes[i]); !notReady {
+		if gke.NodeReady(&nodes[i]) {
 			healthy[nodes[i].Name] = true
 		}
 	}

@@ -250,7 +250,7 @@ func RunStatus(ctx context.Context, f *cli.Factory, selector string) error {
 	}
 	ready, poolsSeen := 0, map[string]bool{}
 	for i := range nodes.Items {
-		if cloud.NodeReady(&nodes.Items[i]) {
+		if gke.NodeReady(&nodes.Items[i]) {
 			ready++
 		}
 		poolsSeen[nodes.Items[i].Labels[gke.NodePoolLabel]] = true

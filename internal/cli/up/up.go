@@ -193,7 +193,7 @@ func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg 
 		}
 		ready = 0
 		for i := range nodes.Items {
-			if cloud.NodeReady(&nodes.Items[i]) {
+			if gke.NodeReady(&nodes.Items[i]) {
 				ready++
 			}
 		}

@@ -398,23 +398,18 @@ func (p *Placer) occupants(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// NodeHealthy: Ready, schedulable, and not marked for maintenance.
+// NodeHealthy: Ready, free of GKE's host problems, and without the taints
+// the node lifecycle controller puts on a lost node.
 func NodeHealthy(n *corev1.Node) bool {
-	if n.Spec.Unschedulable || n.Labels[gke.ActiveMaintenanceLabel] == "ONGOING" {
+	if gke.HostProblem(n) != "" || !gke.NodeReady(n) {
 		return false
 	}
 	for _, t := range n.Spec.Taints {
-		switch t.Key {
-		case gke.ImpendingTerminationTaint, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable:
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
 			return false
 		}
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return true
 }
 
 // priority is the pod priority of the JobSet's first replicated job.

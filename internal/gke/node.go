@@ -1,0 +1,50 @@
+package gke
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// What a node says about its host's health, as GKE and the kubelet signal
+// it. Slice health, placement and the simulated cloud each decide with these
+// facts under their own rules (a grace period, a taint the scheduler sets).
+
+// NodeReady: the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	_, notReady := NotReadySince(n)
+	return !notReady
+}
+
+// NotReadySince is when the node's Ready condition left True, and whether
+// it is not Ready now (no condition counts as not Ready since creation).
+func NotReadySince(n *corev1.Node) (time.Time, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.LastTransitionTime.Time, c.Status != corev1.ConditionTrue
+		}
+	}
+	return n.CreationTimestamp.Time, true
+}
+
+// HostProblem names what makes the host unfit whatever its readiness: it
+// is being deleted, its termination is impending, maintenance is ongoing,
+// or it is cordoned for repair. "" when none.
+func HostProblem(n *corev1.Node) string {
+	if n.DeletionTimestamp != nil {
+		return fmt.Sprintf("host %s is being deleted", n.Name)
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == ImpendingTerminationTaint {
+			return fmt.Sprintf("host %s has an impending termination (taint %s)", n.Name, t.Key)
+		}
+	}
+	if n.Labels[ActiveMaintenanceLabel] == "ONGOING" {
+		return fmt.Sprintf("host %s is under maintenance (%s=ONGOING)", n.Name, ActiveMaintenanceLabel)
+	}
+	if n.Spec.Unschedulable {
+		return fmt.Sprintf("host %s is cordoned for repair", n.Name)
+	}
+	return ""
+}

@@ -1,0 +1,54 @@
+package slicehealth
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/multislice/multislice/internal/gke"
+)
+
+func node(name string, ready bool, since time.Time, edit func(*corev1.Node)) corev1.Node {
+	status := corev1.ConditionTrue
+	if !ready {
+		status = corev1.ConditionFalse
+	}
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(since)}}}}
+	if edit != nil {
+		edit(&n)
+	}
+	return n
+}
+
+func TestDiagnose(t *testing.T) {
+	now := time.Now()
+	ok := func(name string) corev1.Node { return node(name, true, now.Add(-time.Hour), nil) }
+	for _, tc := range []struct {
+		name     string
+		nodes    []corev1.Node
+		expected int
+		want     string // "" healthy, else a part of the reason
+	}{
+		{"healthy", []corev1.Node{ok("a"), ok("b")}, 2, ""},
+		{"no hosts", nil, 2, "every host is gone"},
+		{"a host gone", []corev1.Node{ok("a")}, 2, "1 of its 2 hosts are gone"},
+		{"NotReady within the grace", []corev1.Node{ok("a"), node("b", false, now.Add(-5*time.Second), nil)}, 2, ""},
+		{"NotReady past the grace", []corev1.Node{ok("a"), node("b", false, now.Add(-11*time.Second), nil)}, 2, "host b is NotReady for 11s"},
+		{"maintenance", []corev1.Node{ok("a"), node("b", true, now, func(n *corev1.Node) { n.Labels[gke.ActiveMaintenanceLabel] = "ONGOING" })}, 2, "under maintenance"},
+		{"impending termination", []corev1.Node{node("a", true, now, func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: gke.ImpendingTerminationTaint, Effect: corev1.TaintEffectNoSchedule}}
+		})}, 1, "impending termination"},
+		{"cordoned", []corev1.Node{node("a", true, now, func(n *corev1.Node) { n.Spec.Unschedulable = true })}, 1, "cordoned"},
+		{"being deleted", []corev1.Node{node("a", true, now, func(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{Time: now} })}, 1, "being deleted"},
+		{"no Ready condition, old node", []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a", CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))}}}, 1, "NotReady"},
+	} {
+		bad, why := Diagnose(tc.nodes, tc.expected, 10*time.Second, now)
+		if bad != (tc.want != "") || !strings.Contains(why, tc.want) {
+			t.Errorf("%s: Diagnose = %v, %q; want %q", tc.name, bad, why, tc.want)
+		}
+	}
+}
