@@ -1,0 +1,35 @@
+// Package layers writes down the layers of the code (docs/architecture.md)
+// as data; its test fails on an import that goes up a layer.
+package layers
+
+import "strings"
+
+// Layers, lowest first: a package may import its own layer and those
+// below, never one above. The simulator sits above the manager, so nothing
+// the manager runs can depend on it.
+var Layers = []struct {
+	Name     string
+	Packages []string // import-path prefixes, relative to the module
+}{
+	{"api", []string{"api/", "config/"}},
+	{"facts", []string{"internal/gke", "internal/tpu", "internal/naming", "internal/features", "internal/metrics",
+		"internal/pki", "internal/outage", "internal/versions", "internal/layers"}},
+	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/webhook/", "internal/controller/",
+		"internal/certs", "internal/workload"}},
+	{"manager", []string{"internal/manager"}},
+	{"simulator", []string{"internal/sim", "internal/fleet", "internal/cloud", "internal/localcluster", "internal/install", "internal/release"}},
+	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/"}},
+}
+
+// Of is the index of the layer a package (path relative to the module)
+// belongs to, -1 if none claims it.
+func Of(pkg string) int {
+	for i, l := range Layers {
+		for _, p := range l.Packages {
+			if pkg == strings.TrimSuffix(p, "/") || strings.HasPrefix(pkg, strings.TrimSuffix(p, "/")+"/") {
+				return i
+			}
+		}
+	}
+	return -1
+}
