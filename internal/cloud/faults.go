@@ -101,7 +101,9 @@ func (c *Cloud) startMaintenance(ctx context.Context, node string) error {
 	return err
 }
 
-// failPod makes one Running pod of the pool exit with code 1 (kwok's pod-exit stage).
+// failPod makes one Running pod of the pool exit with code 137, killed as
+// by the OOM killer or a hung-TPU watchdog (kwok's pod-exit stage): an
+// infrastructure failure, which xpk-style workloads restart on.
 func (c *Cloud) failPod(ctx context.Context, pool string) (string, error) {
 	for n := 0; ; n++ {
 		node := fleet.NodeName(pool, n)
@@ -117,11 +119,11 @@ func (c *Cloud) failPod(ctx context.Context, pool string) (string, error) {
 		}
 		p := pods.Items[0]
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-			sim.RunAnnotation: "0s", sim.ExitCodeAnnotation: "1"}}})
+			sim.RunAnnotation: "0s", sim.ExitCodeAnnotation: "137"}}})
 		if _, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("pod %s/%s on %s exits with code 1", p.Namespace, p.Name, node), nil
+		return fmt.Sprintf("pod %s/%s on %s exits with code 137", p.Namespace, p.Name, node), nil
 	}
 }
 

@@ -5,6 +5,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,35 @@ type Spec struct {
 	Env             map[string]string
 	// GracePeriod bounds how long pods get to stop on a restart.
 	GracePeriod int64
+	// QueueName is the Kueue LocalQueue (label kueue.x-k8s.io/queue-name); "" for none.
+	QueueName string
+	// RestartOnExitCodes add to xpk's restarting exit codes (42, 127-255):
+	// a worker exiting with any other code is a user error that fails the
+	// workload at once instead of burning restarts.
+	RestartOnExitCodes []int32
+	// TTLSecondsAfterFinished deletes the finished JobSet after that long (nil: never).
+	TTLSecondsAfterFinished *int32
+	// ShmSize sizes a memory-backed /dev/shm ("" leaves the runtime's 64 MiB).
+	ShmSize string
+}
+
+// QueueLabel is Kueue's label naming the LocalQueue of a workload.
+const QueueLabel = "kueue.x-k8s.io/queue-name"
+
+// restartingExitCodes are xpk's: 42 (a deliberate restart) and 127-255
+// (command not found, killed by a signal: infrastructure, not the program).
+func restartingExitCodes(extra []int32) []int32 {
+	codes := []int32{42}
+	for c := int32(127); c <= 255; c++ {
+		codes = append(codes, c)
+	}
+	for _, c := range extra {
+		if c != 42 && (c < 127 || c > 255) && !slices.Contains(codes, c) {
+			codes = append(codes, c)
+		}
+	}
+	sort.Slice(codes, func(i, j int) bool { return codes[i] < codes[j] })
+	return codes
 }
 
 // Build validates the spec and writes its JobSet. Errors name the flag.
@@ -75,6 +105,25 @@ func Build(s Spec) (*api.JobSet, error) {
 			errs = append(errs, fmt.Sprintf("--env %q: %s", k, msgs[0]))
 		}
 	}
+	if msgs := validation.IsDNS1123Subdomain(s.QueueName); s.QueueName != "" && len(msgs) > 0 {
+		errs = append(errs, fmt.Sprintf("--kueue-queue %q: %s", s.QueueName, msgs[0]))
+	}
+	for _, c := range s.RestartOnExitCodes {
+		if c < 1 || c > 255 {
+			errs = append(errs, fmt.Sprintf("--restart-on-exit-codes: %d is not an exit code of a failure (1 to 255)", c))
+		}
+	}
+	if s.TTLSecondsAfterFinished != nil && *s.TTLSecondsAfterFinished < 0 {
+		errs = append(errs, "--ttl-seconds-after-finished: must not be negative")
+	}
+	var shm resource.Quantity
+	if s.ShmSize != "" {
+		q, err := resource.ParseQuantity(s.ShmSize)
+		if err != nil || q.Sign() <= 0 {
+			errs = append(errs, fmt.Sprintf("--shm-size %q: want a size such as 16Gi", s.ShmSize))
+		}
+		shm = q
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
@@ -101,21 +150,43 @@ func Build(s Spec) (*api.JobSet, error) {
 			}},
 		}},
 	}
+	if s.ShmSize != "" {
+		pod.Volumes = []corev1.Volume{{Name: "dshm", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}}}
+		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}}
+	}
+	labels := map[string]string{Label: s.Name}
+	if s.QueueName != "" {
+		labels[QueueLabel] = s.QueueName
+	}
 	return &api.JobSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: "JobSet"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: s.Name, Namespace: s.Namespace,
-			Labels:      map[string]string{Label: s.Name},
+			Labels:      labels,
 			Annotations: map[string]string{api.ExclusiveKey: gke.NodePoolLabel},
 		},
 		Spec: api.JobSetSpec{
-			FailurePolicy: &api.FailurePolicy{MaxRestarts: s.MaxRestarts},
+			TTLSecondsAfterFinished: s.TTLSecondsAfterFinished,
+			// As xpk: a worker's user error (an exit code outside the
+			// restarting ones) fails its Job by podFailurePolicy, and that
+			// reason fails the JobSet without a restart.
+			FailurePolicy: &api.FailurePolicy{MaxRestarts: s.MaxRestarts, Rules: []api.FailurePolicyRule{{
+				Name: "UserError", Action: api.FailJobSet, OnJobFailureReasons: []string{batchv1.JobReasonPodFailurePolicy},
+			}}},
 			ReplicatedJobs: []api.ReplicatedJob{{
 				Name: "slice", Replicas: int32(s.Slices),
 				Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
 					Parallelism: ptr.To(hosts), Completions: ptr.To(hosts), BackoffLimit: ptr.To(int32(0)),
 					CompletionMode: ptr.To(batchv1.IndexedCompletion),
-					Template:       corev1.PodTemplateSpec{Spec: pod},
+					PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+						Action: batchv1.PodFailurePolicyActionFailJob,
+						OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+							ContainerName: ptr.To("main"), Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn,
+							Values: restartingExitCodes(s.RestartOnExitCodes),
+						},
+					}}},
+					Template: corev1.PodTemplateSpec{Spec: pod},
 				}},
 			}},
 		},

@@ -26,7 +26,7 @@ func NewCmdChaos(f *cli.Factory) *cobra.Command {
   preempt      the whole slice disappears (spot preemption)
   fail-host    host 0 of the slice goes NotReady (its kubelet stops)
   delete-host  host 0 of the slice is deleted (hardware failure, VM gone)
-  fail-pod     one Running pod on the slice exits with code 1
+  fail-pod     one Running pod on the slice exits with code 137 (killed)
 The simulated cloud then repairs the slice as GKE does: after the repair delay
 (multislice up --repair-delay) the whole slice is torn down and created anew,
 when capacity allows (see chaos capacity).`,

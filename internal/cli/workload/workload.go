@@ -4,6 +4,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -27,21 +28,42 @@ func NewCmdWorkload(f *cli.Factory) *cobra.Command {
 }
 
 type createOptions struct {
-	spec   workload.Spec
-	dryRun bool
-	output string
+	spec     workload.Spec
+	name     string   // --workload, xpk's spelling of NAME
+	env      []string // KEY=VALUE each; a value may hold commas
+	ttl      int32
+	dryRun   bool
+	output   string
+	exitCode []int32
 }
 
 func newCmdCreate(f *cli.Factory) *cobra.Command {
 	o := &createOptions{}
 	cmd := &cobra.Command{
-		Use:   "create NAME --tpu-type=v4-16 --num-slices=4 --command='...'",
+		Use:   "create NAME|--workload=NAME --tpu-type=v4-16 --num-slices=4 --command='...'",
 		Short: "Write a multislice JobSet and submit it (or print it with --dry-run -o yaml)",
 		Example: `  multislice workload create train --tpu-type=v4-16 --num-slices=4 --command='python train.py'
-  multislice workload create train --tpu-type=v5litepod-16 --num-slices=2 --command='python train.py' --dry-run -o yaml`,
-		Args: cobra.ExactArgs(1),
+  multislice workload create train --tpu-type=v5litepod-16 --num-slices=2 --command='python train.py' --dry-run -o yaml
+  multislice workload create --workload=train --docker-image=gcr.io/me/trainer:1 --tpu-type=v5p-32 --num-slices=8 \
+      --command='python train.py' --kueue-queue=multislice-queue --env XLA_FLAGS=--a=1,--b=2 --max-restarts=50`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.spec.Name = args[0]
+			switch {
+			case len(args) == 1 && o.name != "" && args[0] != o.name:
+				return fmt.Errorf("NAME %q and --workload %q differ: give one of them", args[0], o.name)
+			case len(args) == 1:
+				o.spec.Name = args[0]
+			case o.name != "":
+				o.spec.Name = o.name
+			default:
+				return fmt.Errorf("no workload name: give NAME or --workload=NAME")
+			}
+			var err error
+			if o.spec.Env, err = parseEnv(o.env); err != nil {
+				return err
+			}
+			o.spec.RestartOnExitCodes = o.exitCode
+			o.spec.TTLSecondsAfterFinished = &o.ttl
 			return runCreate(cmd.Context(), f, o)
 		},
 	}
@@ -49,10 +71,16 @@ func newCmdCreate(f *cli.Factory) *cobra.Command {
 	fl.StringVar(&o.spec.TPUType, "tpu-type", "", "TPU type of each slice, e.g. v4-16, v5litepod-16, v5p-32, v6e-16 (required)")
 	fl.IntVar(&o.spec.Slices, "num-slices", 1, "number of slices")
 	fl.StringVar(&o.spec.Command, "command", "", "command run by bash -c in every worker (required)")
+	fl.StringVar(&o.name, "workload", "", "the workload's name (xpk's spelling of NAME)")
 	fl.StringVar(&o.spec.Image, "image", "python:3.12", "container image")
+	fl.StringVar(&o.spec.Image, "docker-image", "python:3.12", "container image (xpk's spelling of --image)")
 	fl.Int32Var(&o.spec.MaxRestarts, "max-restarts", 0, "restarts of the whole workload before it fails")
 	fl.StringVar(&o.spec.Priority, "priority", "", "PriorityClass: very-low, low, medium, high, very-high")
-	fl.StringToStringVar(&o.spec.Env, "env", nil, "environment variables, e.g. --env=STEPS=1000,LR=0.1")
+	fl.StringArrayVar(&o.env, "env", nil, "an environment variable KEY=VALUE, repeatable; the value may contain commas and '=' (e.g. --env XLA_FLAGS=--a=1,--b=2)")
+	fl.StringVar(&o.spec.QueueName, "kueue-queue", "", "Kueue LocalQueue to submit to (label kueue.x-k8s.io/queue-name)")
+	fl.Int32SliceVar(&o.exitCode, "restart-on-exit-codes", nil, "exit codes that restart the workload, besides 42 and 127-255; any other failure fails it at once (as xpk)")
+	fl.Int32Var(&o.ttl, "ttl-seconds-after-finished", 43200, "delete the finished workload after this many seconds (as xpk: 12 h)")
+	fl.StringVar(&o.spec.ShmSize, "shm-size", "", "size of a memory-backed /dev/shm, e.g. 16Gi (default: the runtime's 64 MiB)")
 	fl.Int64Var(&o.spec.GracePeriod, "termination-grace-period-seconds", 30, "how long pods get to stop on a restart")
 	fl.StringVarP(&o.spec.Namespace, "namespace", "n", "default", "namespace")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "print the JobSet instead of creating it")
@@ -90,6 +118,22 @@ func runCreate(ctx context.Context, f *cli.Factory, o *createOptions) error {
 	fmt.Fprintf(f.Out, "workload %s created: %d x %s slices. Follow it with: multislice status %s -w\n",
 		js.Name, o.spec.Slices, o.spec.TPUType, js.Name)
 	return nil
+}
+
+// parseEnv reads KEY=VALUE flags; the value is everything after the first '='.
+func parseEnv(flags []string) (map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range flags {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+		if _, dup := env[k]; dup {
+			return nil, fmt.Errorf("--env %s is given twice", k)
+		}
+		env[k] = v
+	}
+	return env, nil
 }
 
 func newClient(f *cli.Factory) (client.Client, error) {
