@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -86,4 +87,54 @@ func TestWorkloadShapes(t *testing.T) {
 	if err == nil || !strings.Contains(out, "--num-slices: v4-8 is a single-host slice and cannot form a multislice: use a multi-host type such as v4-16") {
 		t.Errorf("single-host multislice: err=%v\n%s", err, out)
 	}
+}
+
+// TestWorkloadFailureSemantics: a `workload create` workload fails at once
+// on a user error (a worker exits 1) without burning a restart, and
+// restarts on an infrastructure failure (`chaos fail-pod`, exit 137), as
+// xpk's workloads do.
+func TestWorkloadFailureSemantics(t *testing.T) {
+	framework.RequireE2E(t)
+	c, _ := framework.StartCluster(t)
+	ctx := context.Background()
+	c.MustRun("workload", "create", "--workload=sem", "--tpu-type=v4-16", "--num-slices=2", "--command=python train.py", "--max-restarts=5")
+	restarts := func(want int32, terminal string) {
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			var js api.JobSet
+			if err := c.Objects.Get(ctx, types.NamespacedName{Namespace: "default", Name: "sem"}, &js); err != nil {
+				return false, err.Error()
+			}
+			return js.Status.Restarts == want && js.Status.TerminalState == terminal,
+				fmt.Sprintf("restarts %d, terminal state %q", js.Status.Restarts, js.Status.TerminalState)
+		})
+	}
+	// running waits for the 4 pods of an attempt and returns one.
+	running := func(attempt int) corev1.Pod {
+		var one corev1.Pod
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			pods, _ := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
+				LabelSelector: fmt.Sprintf("%s=sem,%s=%d", api.JobSetNameKey, api.RestartsKey, attempt)})
+			n := 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					n++
+					one = p
+				}
+			}
+			return n == 4, fmt.Sprintf("%d of 4 pods Running at attempt %d", n, attempt)
+		})
+		return one
+	}
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, running(0).Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.MustRun("chaos", "fail-pod", "--nodepool", node.Labels["cloud.google.com/gke-nodepool"])
+	restarts(1, "")
+	victim := running(1)
+	patch := []byte(`{"metadata":{"annotations":{"multislice.dev/simulate-run":"0s","multislice.dev/simulate-exit-code":"1"}}}`)
+	if _, err := c.Client.CoreV1().Pods("default").Patch(ctx, victim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restarts(1, string(api.JobSetFailed))
 }
