@@ -195,7 +195,8 @@ func newCmdDelete(f *cli.Factory) *cobra.Command {
 }
 
 func newCmdList(f *cli.Factory) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List node pools with their shape and Ready nodes",
 		Args:  cobra.NoArgs,
@@ -208,10 +209,11 @@ func newCmdList(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			status.PrintPools(f, pools)
-			return nil
+			return status.PrintPools(f, status.Pools(pools, c.Settings.GroupLabels.Name), output)
 		},
 	}
+	cli.OutputFlag(cmd, &output)
+	return cmd
 }
 
 func newCmdStatus(f *cli.Factory) *cobra.Command {

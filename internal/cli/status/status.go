@@ -96,28 +96,70 @@ func Run(ctx context.Context, f *cli.Factory) error {
 		return fmt.Errorf("%s: no fleet to show: %w", why, err)
 	}
 	fmt.Fprintln(f.Out)
-	PrintPools(f, pools)
+	if err := PrintPools(f, Pools(pools, c.Settings.GroupLabels.Name), "table"); err != nil {
+		return err
+	}
 	fmt.Fprintln(f.Out)
 	PrintGroups(f, groups)
 	return nil
 }
 
-// PrintPools prints one line per node pool.
-func PrintPools(f *cli.Factory, pools []cloud.PoolStatus) {
-	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODEPOOL\tMACHINE TYPE\tACCELERATOR\tTOPOLOGY\tTPU TYPE\tNODES\tREADY\tHEALTH")
+// Pool is one node pool as the CLI prints it.
+type Pool struct {
+	Name        string `json:"name"`
+	Group       string `json:"group,omitempty"`
+	MachineType string `json:"machineType"`
+	Accelerator string `json:"accelerator,omitempty"`
+	Topology    string `json:"topology,omitempty"`
+	TPUType     string `json:"tpuType,omitempty"`
+	Nodes       int    `json:"nodes"`
+	Present     int    `json:"present"`
+	Ready       int    `json:"ready"`
+	Healthy     bool   `json:"healthy"`
+	Problem     string `json:"problem,omitempty"`
+}
+
+// Pools is the printable view of the pools' status; group names the
+// multislice-group label.
+func Pools(pools []cloud.PoolStatus, group string) []Pool {
+	out := make([]Pool, 0, len(pools))
 	for _, p := range pools {
-		acc, topo, typ := "-", "-", "-"
+		v := Pool{Name: p.Name, Group: p.Labels[group], MachineType: p.MachineType, Nodes: p.Nodes, Present: p.Present, Ready: p.Ready,
+			Healthy: p.Healthy(), Problem: p.Problem}
 		if p.Shape != nil {
-			acc, topo, typ = p.Accelerator, p.Shape.Topology.String(), p.Shape.AcceleratorType()
+			v.Accelerator, v.Topology, v.TPUType = p.Accelerator, p.Shape.Topology.String(), p.Shape.AcceleratorType()
 		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// PrintPools prints one line per node pool (-o table, wide, json, yaml).
+func PrintPools(f *cli.Factory, pools []Pool, format string) error {
+	return cli.Print(f.Out, format, pools, func(wide bool) string {
+		h := "NODEPOOL\tMACHINE TYPE\tACCELERATOR\tTOPOLOGY\tTPU TYPE\tNODES\tREADY\tHEALTH"
+		if wide {
+			h += "\tGROUP\tPRESENT"
+		}
+		return h
+	}, func(p Pool, wide bool) string {
 		health := "healthy"
 		if p.Problem != "" {
 			health = p.Problem
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Name, p.MachineType, acc, topo, typ, p.Nodes, p.Ready, health)
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s", p.Name, p.MachineType, orDash(p.Accelerator), orDash(p.Topology), orDash(p.TPUType), p.Nodes, p.Ready, health)
+		if wide {
+			row += fmt.Sprintf("\t%s\t%d", orDash(p.Group), p.Present)
+		}
+		return row
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
 	}
-	w.Flush()
+	return s
 }
 
 // PrintGroups prints one line per multislice group.

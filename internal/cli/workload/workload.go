@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -144,8 +143,20 @@ func newClient(f *cli.Factory) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: manager.Scheme()})
 }
 
+// listed is one workload as `workload list` prints it.
+type listed struct {
+	Name       string      `json:"name"`
+	Namespace  string      `json:"namespace"`
+	Slices     int32       `json:"slices"`
+	State      string      `json:"state"`
+	Restarts   int32       `json:"restarts"`
+	Queue      string      `json:"queue,omitempty"`
+	Created    metav1.Time `json:"created"`
+	Conditions string      `json:"-"`
+}
+
 func newCmdList(f *cli.Factory) *cobra.Command {
-	var ns string
+	var ns, output string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List workloads with their state and restarts",
@@ -159,21 +170,46 @@ func newCmdList(f *cli.Factory) *cobra.Command {
 			if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tSLICES\tSTATE\tRESTARTS\tAGE")
+			items := make([]listed, 0, len(list.Items))
 			for _, js := range list.Items {
-				slices := int32(0)
+				l := listed{Name: js.Name, Namespace: js.Namespace, State: workload.State(&js), Restarts: js.Status.Restarts,
+					Queue: js.Labels[workload.QueueLabel], Created: js.CreationTimestamp}
 				for _, rj := range js.Spec.ReplicatedJobs {
-					slices += rj.Replicas
+					l.Slices += rj.Replicas
 				}
-				fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\n", js.Name, slices, workload.State(&js), js.Status.Restarts,
-					duration.HumanDuration(time.Since(js.CreationTimestamp.Time)))
+				var conds []string
+				for _, c := range js.Status.Conditions {
+					if c.Status == metav1.ConditionTrue {
+						conds = append(conds, c.Type)
+					}
+				}
+				l.Conditions = strings.Join(conds, ",")
+				items = append(items, l)
 			}
-			return w.Flush()
+			return cli.Print(f.Out, output, items, func(wide bool) string {
+				if wide {
+					return "NAME\tSLICES\tSTATE\tRESTARTS\tAGE\tQUEUE\tCONDITIONS"
+				}
+				return "NAME\tSLICES\tSTATE\tRESTARTS\tAGE"
+			}, func(l listed, wide bool) string {
+				row := fmt.Sprintf("%s\t%d\t%s\t%d\t%s", l.Name, l.Slices, l.State, l.Restarts, duration.HumanDuration(time.Since(l.Created.Time)))
+				if wide {
+					row += fmt.Sprintf("\t%s\t%s", dash(l.Queue), dash(l.Conditions))
+				}
+				return row
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	cli.OutputFlag(cmd, &output)
 	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func newCmdDelete(f *cli.Factory) *cobra.Command {

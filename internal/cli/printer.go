@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+)
+
+// OutputFlag adds -o to a command that prints objects: table (default),
+// wide (more columns), json or yaml (camelCase, for scripts).
+func OutputFlag(cmd *cobra.Command, format *string) {
+	cmd.Flags().StringVarP(format, "output", "o", "table", "output format: table, wide, json or yaml")
+}
+
+// Print writes items as JSON or YAML ({"items": [...]}), or as a table:
+// header and row give each line's tab-separated cells (wide: more of them).
+func Print[T any](out io.Writer, format string, items []T, header func(wide bool) string, row func(item T, wide bool) string) error {
+	switch format {
+	case "json", "yaml":
+		doc := map[string][]T{"items": items}
+		if items == nil {
+			doc["items"] = []T{}
+		}
+		data, err := json.MarshalIndent(doc, "", "  ")
+		if err == nil && format == "yaml" {
+			data, err = yaml.JSONToYAML(data)
+		}
+		if err != nil {
+			return err
+		}
+		if format == "json" {
+			data = append(data, '\n')
+		}
+		_, err = out.Write(data)
+		return err
+	case "", "table", "wide":
+		wide := format == "wide"
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, header(wide))
+		for _, item := range items {
+			fmt.Fprintln(w, row(item, wide))
+		}
+		return w.Flush()
+	}
+	return fmt.Errorf("-o %q: use table, wide, json or yaml", format)
+}
