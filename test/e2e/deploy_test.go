@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/multislice/multislice/internal/release"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -18,25 +14,10 @@ import (
 // upstream JobSet: the CRD is too large for the client-side annotation.
 func TestDeployManifests(t *testing.T) {
 	framework.RequireE2E(t)
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
-	}
+	kubectl := requireKubectl(t)
 	c, _ := framework.StartCluster(t, "--no-manager")
-	manifest, err := release.Install("../../config/default", "example.com/multislice:e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "install.yaml")
-	if err := os.WriteFile(file, manifest, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command(kubectl, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	file := installYAML(t)
+	run := func(args ...string) (string, error) { return kubectl(c, args...) }
 	out, err := run("apply", "--server-side", "-f", file)
 	if err != nil {
 		t.Fatalf("kubectl apply --server-side -f install.yaml: %v\n%s", err, out)

@@ -37,32 +37,13 @@ import (
 // A forbidden request in either manager's log fails the test.
 func TestInstalledAsShipped(t *testing.T) {
 	framework.RequireE2E(t)
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
-	}
+	kubectl := requireKubectl(t)
 	c, _ := framework.StartCluster(t, "--no-manager", "--repair-delay=12s")
 	ctx := context.Background()
-	manifest, err := release.Install("../../config/default", "example.com/multislice:e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "install.yaml")
-	if err := os.WriteFile(file, manifest, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	apply := exec.Command(kubectl, "apply", "--server-side", "-f", file)
-	apply.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
-	if out, err := apply.CombinedOutput(); err != nil {
+	if out, err := kubectl(c, "apply", "--server-side", "-f", installYAML(t)); err != nil {
 		t.Fatalf("kubectl apply --server-side -f install.yaml: %v\n%s", err, out)
 	}
-
-	token, err := c.Client.CoreV1().ServiceAccounts(install.Namespace).CreateToken(ctx, "multislice-manager",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := serviceAccountKubeconfig(t, c, token.Status.Token)
+	kubeconfig := shippedServiceAccount(t, c)
 	managers := []*hostManager{startHostManager(t, c, kubeconfig, "a"), startHostManager(t, c, kubeconfig, "b")}
 
 	js := seedCopy(t, "multislice-job", "")
@@ -186,6 +167,48 @@ func leaderOf(t *testing.T, managers []*hostManager) *hostManager {
 		}
 	}
 	return nil
+}
+
+// requireKubectl skips the test without kubectl and returns a runner of
+// kubectl against a cluster, returning its combined output.
+func requireKubectl(t *testing.T) func(c *framework.Cluster, args ...string) (string, error) {
+	t.Helper()
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not installed")
+	}
+	return func(c *framework.Cluster, args ...string) (string, error) {
+		cmd := exec.Command(path, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}
+
+// installYAML writes install.yaml as `make release` renders it and returns its path.
+func installYAML(t *testing.T) string {
+	t.Helper()
+	manifest, err := release.Install("../../config/default", "example.com/multislice:e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "install.yaml")
+	if err := os.WriteFile(file, manifest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// shippedServiceAccount returns a kubeconfig that authenticates as the
+// shipped ServiceAccount, with a token from the TokenRequest API.
+func shippedServiceAccount(t *testing.T, c *framework.Cluster) string {
+	t.Helper()
+	token, err := c.Client.CoreV1().ServiceAccounts(install.Namespace).CreateToken(context.Background(), "multislice-manager",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serviceAccountKubeconfig(t, c, token.Status.Token)
 }
 
 func serviceAccountKubeconfig(t *testing.T, c *framework.Cluster, token string) string {

@@ -3,25 +3,19 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/naming"
-	"github.com/multislice/multislice/internal/release"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
 	"github.com/multislice/multislice/test/framework"
 )
@@ -35,10 +29,7 @@ import (
 // does not land on its pools; the next failure is handled by ours.
 func TestTakeOverFromUpstream(t *testing.T) {
 	framework.RequireE2E(t)
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
-	}
+	kubectl := requireKubectl(t)
 	c, _ := framework.StartCluster(t, "--no-manager")
 	ctx := context.Background()
 	if err := install.CRD(ctx, c.Config); err != nil {
@@ -47,25 +38,10 @@ func TestTakeOverFromUpstream(t *testing.T) {
 	js := upstreamRunning(t, c, "upstream-run")
 	before := podUIDs(t, c, "upstream-run")
 
-	manifest, err := release.Install("../../config/default", "example.com/multislice:e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "install.yaml")
-	if err := os.WriteFile(file, manifest, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	apply := exec.Command(kubectl, "apply", "--server-side", "-f", file)
-	apply.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
-	if out, err := apply.CombinedOutput(); err != nil {
+	if out, err := kubectl(c, "apply", "--server-side", "-f", installYAML(t)); err != nil {
 		t.Fatalf("kubectl apply --server-side -f install.yaml over upstream's objects: %v\n%s", err, out)
 	}
-	token, err := c.Client.CoreV1().ServiceAccounts(install.Namespace).CreateToken(ctx, "multislice-manager",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startHostManager(t, c, serviceAccountKubeconfig(t, c, token.Status.Token), "ours")
+	startHostManager(t, c, shippedServiceAccount(t, c), "ours")
 
 	// Another exclusive JobSet must not take the adopted JobSet's pools.
 	other := seedCopy(t, "newcomer", "")
