@@ -42,7 +42,6 @@ import (
 	"github.com/multislice/multislice/bench/benchcluster"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/placement"
 )
 
 const hosts = 16 // v4 4x4x4
@@ -157,7 +156,7 @@ func (b *bench) submit(ctx context.Context, scenario string) (time.Time, error) 
 			if scenario == "floor" {
 				pool := fmt.Sprintf("big-np-%d", i)
 				j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
-				j.Annotations[placement.AssignedDomainAnnotation] = pool
+				j.Annotations[api.AssignedDomainAnnotation] = pool
 			} else {
 				j.Spec.Template.Spec.Affinity = exclusiveAffinity(j.Labels[api.JobKey])
 			}

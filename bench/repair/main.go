@@ -26,7 +26,6 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/bench/benchcluster"
-	"github.com/multislice/multislice/internal/placement"
 )
 
 func main() {
@@ -81,7 +80,7 @@ func run(bin, mode string, faults, upArgs []string, managerArgs string, limit ti
 		if err != nil {
 			return err
 		}
-		if out, err := ms("chaos", fault, "--nodepool", job.Annotations[placement.AssignedDomainAnnotation]); err != nil {
+		if out, err := ms("chaos", fault, "--nodepool", job.Annotations[api.AssignedDomainAnnotation]); err != nil {
 			return fmt.Errorf("chaos: %v\n%s", err, out)
 		}
 		began := time.Now()

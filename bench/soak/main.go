@@ -26,7 +26,6 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/bench/benchcluster"
-	"github.com/multislice/multislice/internal/placement"
 )
 
 const fleet = `apiVersion: multislice.dev/v1alpha1
@@ -135,7 +134,7 @@ func inject(ctx context.Context, c *benchcluster.Cluster, rng *rand.Rand, names 
 	}
 	var pools []string
 	for _, j := range jobs.Items {
-		if p := j.Annotations[placement.AssignedDomainAnnotation]; p != "" && j.DeletionTimestamp == nil {
+		if p := j.Annotations[api.AssignedDomainAnnotation]; p != "" && j.DeletionTimestamp == nil {
 			pools = append(pools, p)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/tpu"
 )
 
@@ -87,10 +88,10 @@ type GroupLabels struct {
 // withDefaults fills in the seed's label names.
 func (g GroupLabels) withDefaults() GroupLabels {
 	if g.Name == "" {
-		g.Name = "MultisliceGroup"
+		g.Name = gke.MultisliceGroupLabel
 	}
 	if g.Size == "" {
-		g.Size = "MultisliceGroupSize"
+		g.Size = gke.MultisliceGroupSizeLabel
 	}
 	return g
 }

@@ -78,7 +78,7 @@ func ObserveJobSetStatus(js *api.JobSet, old *api.JobSetStatus, now time.Time) {
 	if before != nil && before.Status == "True" && after != nil && after.Status == "False" && after.Reason == api.JobsReadyReason {
 		recovery.WithLabelValues(js.Namespace).Observe(now.Sub(before.LastTransitionTime.Time).Seconds())
 	}
-	if b, a := condition(old, "TopologyAssigned"), condition(&js.Status, "TopologyAssigned"); b != nil && a != nil && b.Status == "False" && a.Status == "True" {
+	if b, a := condition(old, string(api.JobSetTopologyAssigned)), condition(&js.Status, string(api.JobSetTopologyAssigned)); b != nil && a != nil && b.Status == "False" && a.Status == "True" {
 		placementWait.WithLabelValues(js.Namespace).Observe(now.Sub(b.LastTransitionTime.Time).Seconds())
 	}
 }

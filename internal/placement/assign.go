@@ -13,11 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
-)
 
-// AssignedDomainAnnotation on a child Job names the topology domain (e.g.
-// the node pool) placement gave it.
-const AssignedDomainAnnotation = "multislice.dev/assigned-domain"
+	"github.com/multislice/multislice/internal/gke"
+)
 
 // Node is what placement needs to know about one node.
 type Node struct {
@@ -200,7 +198,7 @@ func tolerates(j JobRequest, taints []corev1.Taint) bool {
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
 			continue
 		}
-		if j.RequestsTPU && t.Key == "google.com/tpu" {
+		if j.RequestsTPU && t.Key == gke.TPUTaintKey {
 			continue
 		}
 		ok := false
@@ -228,13 +226,13 @@ func countFits(j JobRequest, domains []Domain) int {
 func describe(req Request) string {
 	j := req.Jobs[0]
 	var parts []string
-	for _, k := range []string{"cloud.google.com/gke-tpu-accelerator", "cloud.google.com/gke-tpu-topology"} {
+	for _, k := range []string{gke.AcceleratorLabel, gke.TopologyLabel} {
 		if v, ok := j.NodeSelector[k]; ok {
 			parts = append(parts, v)
 		}
 	}
 	unit := "domains of " + req.Key
-	if req.Key == "cloud.google.com/gke-nodepool" {
+	if req.Key == gke.NodePoolLabel {
 		unit = "pools"
 	}
 	parts = append(parts, fmt.Sprintf("%s (%d hosts each)", unit, j.Pods))

@@ -17,7 +17,6 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/metrics"
-	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/internal/tpu"
 )
 
@@ -64,7 +63,7 @@ func (m *Monitor) check(ctx context.Context) error {
 	now := time.Now()
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		domain, key := j.Annotations[placement.AssignedDomainAnnotation], j.Annotations[api.ExclusiveKey]
+		domain, key := j.Annotations[api.AssignedDomainAnnotation], j.Annotations[api.ExclusiveKey]
 		if domain == "" || key == "" || j.DeletionTimestamp != nil || ptr.Deref(j.Spec.Suspend, false) || finished(j) {
 			continue
 		}

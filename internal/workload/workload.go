@@ -223,7 +223,7 @@ func State(js *api.JobSet) string {
 	case ptr.Deref(js.Spec.Suspend, false):
 		return "Suspended"
 	}
-	if c := meta.FindStatusCondition(js.Status.Conditions, "TopologyAssigned" /* placement's condition */); c != nil && c.Status == metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetTopologyAssigned)); c != nil && c.Status == metav1.ConditionFalse {
 		return "Waiting"
 	}
 	if c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetRestartingJobSet)); c != nil && c.Status == metav1.ConditionTrue {

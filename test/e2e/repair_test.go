@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -128,7 +127,7 @@ func poolOfSlice(t *testing.T, ctx context.Context, c *framework.Cluster, i int)
 		if err != nil || j.DeletionTimestamp != nil {
 			return false, fmt.Sprint(err)
 		}
-		pool = j.Annotations[placement.AssignedDomainAnnotation]
+		pool = j.Annotations[api.AssignedDomainAnnotation]
 		return pool != "", "no assigned domain yet"
 	})
 	return pool

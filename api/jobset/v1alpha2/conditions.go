@@ -12,6 +12,10 @@ const (
 	JobSetStartupPolicyCompleted  JobSetConditionType = "StartupPolicyCompleted"
 	// JobSetRestartingJobSet is True while a restart is under way.
 	JobSetRestartingJobSet JobSetConditionType = "RestartingJobSet"
+	// JobSetTopologyAssigned is Multislice's own: True names the domain
+	// each child Job got from slice-aware placement, False says why the
+	// JobSet waits.
+	JobSetTopologyAssigned JobSetConditionType = "TopologyAssigned"
 )
 
 // Condition reasons and messages, exactly as upstream writes them.

@@ -63,3 +63,7 @@ const (
 	// pod keeps its own grace period.
 	RestartGracePeriodAnnotation = "multislice.dev/restart-grace-period-seconds"
 )
+
+// AssignedDomainAnnotation on a child Job names the topology domain (e.g.
+// the node pool) slice-aware placement gave it (Multislice's own).
+const AssignedDomainAnnotation = "multislice.dev/assigned-domain"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/manager"
 )
@@ -68,8 +69,8 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	fl.StringVar(&o.TPUWebhook, "tpu-webhook", "auto", "inject and validate the TPU environment of TPU Jobs: true, false, or auto (false on GKE, whose own webhook does it)")
 	fl.StringVar(&controllers, "controllers", "all", "all: run the JobSet controller, placement and slice health; none: webhooks only")
 	fl.StringVar(&webhooks, "webhooks", "all", "all: serve and install the admission webhooks; none: controllers only")
-	fl.StringVar(&o.GroupLabel, "group-label", "MultisliceGroup", "node label naming a node pool's multislice group")
-	fl.StringVar(&o.GroupSizeLabel, "group-size-label", "MultisliceGroupSize", "node label giving the size of a multislice group")
+	fl.StringVar(&o.GroupLabel, "group-label", gke.MultisliceGroupLabel, "node label naming a node pool's multislice group")
+	fl.StringVar(&o.GroupSizeLabel, "group-size-label", gke.MultisliceGroupSizeLabel, "node label giving the size of a multislice group")
 	fl.DurationVar(&o.SliceGrace, "slice-notready-grace", 10*time.Second, "how long one host of a slice may be NotReady before the slice is failed and its JobSet restarted")
 	fl.BoolVar(&o.NoSliceHealth, "no-slice-health", false, "do not fail slices with a broken host (upstream behaviour; for comparisons)")
 	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")

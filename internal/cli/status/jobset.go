@@ -19,7 +19,6 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/manager"
-	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/internal/workload"
 )
 
@@ -72,7 +71,7 @@ func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []c
 		w := byJob[j.Name]
 		sort.Slice(w, func(a, b int) bool { return w[a].Index < w[b].Index })
 		v.Slices = append(v.Slices, Slice{Job: j.Name, ReplicatedJob: j.Labels[api.ReplicatedJobNameKey],
-			Domain: j.Annotations[placement.AssignedDomainAnnotation], Index: idx, Attempt: attempt, Workers: w})
+			Domain: j.Annotations[api.AssignedDomainAnnotation], Index: idx, Attempt: attempt, Workers: w})
 	}
 	sort.Slice(v.Slices, func(a, b int) bool {
 		if v.Slices[a].ReplicatedJob != v.Slices[b].ReplicatedJob {

@@ -25,7 +25,7 @@ import (
 
 const (
 	// TopologyAssigned is the JobSet condition that reports placement.
-	TopologyAssigned api.JobSetConditionType = "TopologyAssigned"
+	TopologyAssigned = api.JobSetTopologyAssigned
 	// waitingRequeue is how often a waiting JobSet looks for capacity.
 	waitingRequeue = time.Second
 )
@@ -194,7 +194,7 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 		for _, j := range jobs {
 			d := result.Domains[j.Name]
 			j.Spec.Template.Spec.NodeSelector = merge(j.Spec.Template.Spec.NodeSelector, map[string]string{key: d})
-			j.Annotations = merge(j.Annotations, map[string]string{placement.AssignedDomainAnnotation: d})
+			j.Annotations = merge(j.Annotations, map[string]string{api.AssignedDomainAnnotation: d})
 		}
 		e.set(TopologyAssigned, metav1.ConditionTrue, "DomainsAssigned",
 			fmt.Sprintf("each child Job has its own %s: %s", key, summary(p.held[name])), corev1.EventTypeNormal)
