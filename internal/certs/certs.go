@@ -98,23 +98,28 @@ func Bundle(data map[string][]byte, now time.Time) []byte {
 
 // valid: a PEM certificate that has not expired.
 func valid(certPEM []byte, now time.Time) bool {
+	cert := parseCert(certPEM)
+	return cert != nil && now.Before(cert.NotAfter)
+}
+
+// parseCert reads a PEM certificate; nil when there is none.
+func parseCert(certPEM []byte) *x509.Certificate {
 	block, _ := pem.Decode(certPEM)
 	if block == nil {
-		return false
+		return nil
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
-	return err == nil && now.Before(cert.NotAfter)
+	if err != nil {
+		return nil
+	}
+	return cert
 }
 
 // NeedsRenewal: missing, unparsable, expiring within RenewBefore, or not
 // covering the names the server is reached by.
 func NeedsRenewal(data map[string][]byte, o Options, now time.Time) bool {
-	block, _ := pem.Decode(data[corev1.TLSCertKey])
-	if block == nil || len(data[corev1.TLSPrivateKeyKey]) == 0 || len(data["ca.crt"]) == 0 {
-		return true
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil || now.Add(RenewBefore).After(cert.NotAfter) {
+	cert := parseCert(data[corev1.TLSCertKey])
+	if cert == nil || len(data[corev1.TLSPrivateKeyKey]) == 0 || len(data["ca.crt"]) == 0 || now.Add(RenewBefore).After(cert.NotAfter) {
 		return true
 	}
 	for _, n := range o.DNSNames {

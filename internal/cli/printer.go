@@ -16,6 +16,14 @@ func OutputFlag(cmd *cobra.Command, format *string) {
 	cmd.Flags().StringVarP(format, "output", "o", "table", "output format: table, wide, json or yaml")
 }
 
+// OrDash is s, or "-" for an empty table cell.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // Print writes items as JSON or YAML ({"items": [...]}), or as a table:
 // header and row give each line's tab-separated cells (wide: more of them).
 func Print[T any](out io.Writer, format string, items []T, header func(wide bool) string, row func(item T, wide bool) string) error {

@@ -72,10 +72,9 @@ func ApplyRBAC(ctx context.Context, cfg *rest.Config, data []byte, ns string, us
 		}
 		if strings.HasSuffix(u.GetKind(), "Binding") {
 			subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
-			for i, s := range subjects {
+			for _, s := range subjects {
 				if m, ok := s.(map[string]any); ok && m["kind"] == "ServiceAccount" && m["namespace"] == nil {
 					m["namespace"] = ns
-					subjects[i] = m
 				}
 			}
 			for _, user := range users {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -99,18 +100,14 @@ func (h Home) WaitServing(timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	ready := httpOK(cfg.Host+"/readyz", tlsCfg)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for {
+	ready, last := httpOK(cfg.Host+"/readyz", tlsCfg), error(nil)
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, err := ready(ctx)
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the API server did not answer within %s after its restart (last error: %v); read %s", timeout, err, h.Log("kube-apiserver"))
-		case <-time.After(100 * time.Millisecond):
-		}
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API server did not answer within %s after its restart (last error: %v); read %s", timeout, last, h.Log("kube-apiserver"))
 	}
+	return nil
 }

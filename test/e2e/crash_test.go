@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -160,8 +159,7 @@ func killManager(t *testing.T, c *framework.Cluster) {
 	}
 	// Gone, or a zombie nobody has reaped yet: either way it serves nothing.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil || strings.Contains(string(stat), ") Z ") {
+		if !alive(pid) {
 			return
 		}
 	}

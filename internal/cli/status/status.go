@@ -147,19 +147,12 @@ func PrintPools(f *cli.Factory, pools []Pool, format string) error {
 		if p.Problem != "" {
 			health = p.Problem
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s", p.Name, p.MachineType, orDash(p.Accelerator), orDash(p.Topology), orDash(p.TPUType), p.Nodes, p.Ready, health)
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s", p.Name, p.MachineType, cli.OrDash(p.Accelerator), cli.OrDash(p.Topology), cli.OrDash(p.TPUType), p.Nodes, p.Ready, health)
 		if wide {
-			row += fmt.Sprintf("\t%s\t%d", orDash(p.Group), p.Present)
+			row += fmt.Sprintf("\t%s\t%d", cli.OrDash(p.Group), p.Present)
 		}
 		return row
 	})
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // PrintGroups prints one line per multislice group.

@@ -194,7 +194,7 @@ func newCmdList(f *cli.Factory) *cobra.Command {
 			}, func(l listed, wide bool) string {
 				row := fmt.Sprintf("%s\t%d\t%s\t%d\t%s", l.Name, l.Slices, l.State, l.Restarts, duration.HumanDuration(time.Since(l.Created.Time)))
 				if wide {
-					row += fmt.Sprintf("\t%s\t%s", dash(l.Queue), dash(l.Conditions))
+					row += fmt.Sprintf("\t%s\t%s", cli.OrDash(l.Queue), cli.OrDash(l.Conditions))
 				}
 				return row
 			})
@@ -203,13 +203,6 @@ func newCmdList(f *cli.Factory) *cobra.Command {
 	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
 	cli.OutputFlag(cmd, &output)
 	return cmd
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func newCmdDelete(f *cli.Factory) *cobra.Command {
