@@ -51,7 +51,9 @@ type Options struct {
 	ProbeAddr     string
 	LeaderElect   bool
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election:
-	// a killed leader is replaced within LeaseDuration + RetryPeriod.
+	// a killed leader is replaced within LeaseDuration plus about two
+	// RetryPeriods (a standby notices the last renewal only at its next
+	// poll, and takes over at the poll after the lease ran out).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	WebhookHost                               string
 	WebhookPort                               int
