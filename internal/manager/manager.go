@@ -73,6 +73,8 @@ type Options struct {
 	GroupLabel, GroupSizeLabel string
 	// SliceGrace is how long a host may be NotReady before its slice fails.
 	SliceGrace time.Duration
+	// AgentTimeout bounds an in-place restart that makes no progress.
+	AgentTimeout time.Duration
 	// NoSliceHealth turns the slice-health monitor off (upstream behaviour).
 	NoSliceHealth bool
 	// SkipNameValidation lets several managers run in one process (tests).
@@ -220,6 +222,7 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 		CountsInterval: time.Second,
 		Placer:         &jobsetcontroller.Placer{Client: mgr.GetClient(), GroupLabel: o.GroupLabel, SizeLabel: o.GroupSizeLabel},
 		Gates:          o.FeatureGates,
+		AgentTimeout:   o.AgentTimeout,
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return err
@@ -274,6 +277,14 @@ func slimPod(obj any) (any, error) {
 			DeletionTimestamp: p.DeletionTimestamp, Labels: map[string]string{}},
 		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
 		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	// An in-place restart reads the agent's attempt and how often the
+	// containers restarted (one status, holding the highest count).
+	if v, ok := p.Annotations[api.InPlaceRestartAttemptKey]; ok {
+		slim.Annotations = map[string]string{api.InPlaceRestartAttemptKey: v}
+	}
+	if n := jobsetcontroller.MaxRestartCount(&p.Status); n > 0 {
+		slim.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: n}}
 	}
 	for _, key := range []string{batchv1.JobNameLabel, "job-name", api.JobSetNameKey} {
 		if v, ok := p.Labels[key]; ok {

@@ -16,6 +16,10 @@ const (
 	// each child Job got from slice-aware placement, False says why the
 	// JobSet waits.
 	JobSetTopologyAssigned JobSetConditionType = "TopologyAssigned"
+	// JobSetInPlaceRestarting is Multislice's own: True while an in-place
+	// restart waits for pods to reach the new attempt (the message says
+	// which), False once they all have, or once it fell back to recreating.
+	JobSetInPlaceRestarting JobSetConditionType = "InPlaceRestarting"
 )
 
 // Condition reasons and messages, exactly as upstream writes them.
@@ -51,6 +55,11 @@ const (
 	JobSetFailedReason            = "JobSetFailed"
 	JobSetCompletedReason         = "JobSetCompleted"
 	JobSetSuspendedReason         = "JobSetSuspended"
+
+	// InPlaceRestarting reasons (Multislice's own).
+	WaitingForPodsReason   = "WaitingForPods"
+	AllPodsRestartedReason = "AllPodsRestarted"
+	AgentTimeoutReason     = "AgentTimeout"
 )
 
 // Event reasons of failure-policy actions and creation errors.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/multislice/multislice/internal/cli"
+	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
@@ -72,6 +73,7 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	fl.StringVar(&o.GroupLabel, "group-label", gke.MultisliceGroupLabel, "node label naming a node pool's multislice group")
 	fl.StringVar(&o.GroupSizeLabel, "group-size-label", gke.MultisliceGroupSizeLabel, "node label giving the size of a multislice group")
 	fl.DurationVar(&o.SliceGrace, "slice-notready-grace", 10*time.Second, "how long one host of a slice may be NotReady before the slice is failed and its JobSet restarted")
+	fl.DurationVar(&o.AgentTimeout, "in-place-restart-timeout", jobsetcontroller.DefaultAgentTimeout, "how long an in-place restart (InPlaceRestart gate) may make no progress while running pods lag behind before every Job is recreated instead")
 	fl.BoolVar(&o.NoSliceHealth, "no-slice-health", false, "do not fail slices with a broken host (upstream behaviour; for comparisons)")
 	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")
 	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")

@@ -88,19 +88,12 @@ func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, gates featu
 			e.fail(api.ReachedMaxRestartsReason, withFirstFailed(api.ReachedMaxRestartsMessage, job))
 			return
 		}
-		e.status.Restarts++
-		if gates.ExecutionAttemptsTracking {
-			countRestart(e.status)
-		}
 		eventReason, msg := api.RestartJobSetAndIgnoreMaxRestartsActionReason, "applying RestartJobSetAndIgnoreMaxRestarts failure policy action"
 		if counts {
-			e.status.RestartsCountTowardsMax++
 			eventReason, msg = api.RestartJobSetActionReason, "applying RestartJobSet failure policy action"
 		}
-		e.changed = true
+		restartAll(e, gates, counts, reason)
 		e.event(corev1.EventTypeWarning, eventReason, withFirstFailed(msg, job))
-		e.set(api.JobSetRestartingJobSet, metav1.ConditionTrue, reason,
-			fmt.Sprintf("restarting jobset, attempt %d", e.status.Restarts), "")
 	case api.RestartJob, api.RestartJobAndIgnoreMaxRestarts:
 		counts := action == api.RestartJob
 		if counts && used >= fp.MaxRestarts {
@@ -109,6 +102,41 @@ func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, gates featu
 		}
 		restartOneJob(js, e, job, counts)
 	}
+}
+
+// restartAll starts a new attempt of the whole JobSet: every Job of the
+// current attempt becomes previous, goes, and is recreated.
+func restartAll(e *statusEditor, gates features.Gates, counts bool, reason string) {
+	e.status.Restarts++
+	if gates.ExecutionAttemptsTracking {
+		countRestart(e.status)
+	}
+	if counts {
+		e.status.RestartsCountTowardsMax++
+	}
+	e.changed = true
+	e.set(api.JobSetRestartingJobSet, metav1.ConditionTrue, reason,
+		fmt.Sprintf("restarting jobset, attempt %d", e.status.Restarts), "")
+}
+
+// recreateFailed is the failure policy of an in-place JobSet: a failed Job
+// (its slice failed: host lost, maintenance, preemption) is recreated on
+// its own, on a healthy domain, and every other pod restarts in place
+// through the agents (the new pods come up one attempt ahead). Upstream
+// recreates every Job here; a FailJobSet rule still fails the JobSet.
+// It returns the failed Jobs to delete; nil when the JobSet failed.
+func recreateFailed(js *api.JobSet, c children, e *statusEditor) []*batchv1.Job {
+	rule, job := matchRule(js.Spec.FailurePolicy.Rules, c.failed)
+	if rule != nil && rule.Action == api.FailJobSet {
+		e.fail(api.FailJobSetActionReason, withFirstFailed(api.FailJobSetActionMessage, job))
+		return nil
+	}
+	out := notDeleting(c.failed)
+	for _, j := range out {
+		e.event(corev1.EventTypeWarning, "InPlaceRestartRecreatingJob",
+			fmt.Sprintf("job %s failed: recreating it alone; every other pod of the JobSet restarts in place", j.Name))
+	}
+	return out
 }
 
 func sumJobRestartsTowardsMax(js *api.JobSet) int32 {

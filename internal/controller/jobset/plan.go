@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -24,6 +25,12 @@ type Observed struct {
 	ServiceExists bool
 	Now           time.Time
 	Gates         features.Gates
+	// Pods are the JobSet's running pods, read only for an in-place
+	// restart (InPlaceRestart gate and strategy).
+	Pods []InPlacePod
+	// AgentTimeout bounds an in-place restart that makes no progress
+	// (0: DefaultAgentTimeout).
+	AgentTimeout time.Duration
 }
 
 // Plan is what a reconcile should do, decided by Decide from Observed alone.
@@ -88,9 +95,32 @@ func Decide(o Observed) (p Plan) {
 	if !ptr.Deref(js.Spec.Suspend, false) && allReadyOrSucceeded(js, status.ReplicatedJobsStatus) {
 		e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobsReadyReason, api.JobsReadyMessage, "")
 	}
+	inPlaceOn := o.Gates.InPlaceRestart && inPlace(js)
 	if len(c.failed) > 0 {
-		applyFailurePolicy(js, c, e, o.Gates)
-		return p
+		if !inPlaceOn {
+			applyFailurePolicy(js, c, e, o.Gates)
+			return p
+		}
+		recreate := recreateFailed(js, c, e)
+		if _, done := finished(&status); done != nil {
+			return p
+		}
+		p.Delete = append(p.Delete, recreate...)
+	}
+	if inPlaceOn && !ptr.Deref(js.Spec.Suspend, false) {
+		timeout := o.AgentTimeout
+		if timeout == 0 {
+			timeout = DefaultAgentTimeout
+		}
+		if decideInPlace(js, o.Pods, timeout, e) {
+			if _, done := finished(&status); done == nil {
+				restartAll(e, o.Gates, true, api.AgentTimeoutReason)
+			}
+			return p
+		}
+		if cond := meta.FindStatusCondition(status.Conditions, string(api.JobSetInPlaceRestarting)); cond != nil && cond.Status == metav1.ConditionTrue {
+			p.RequeueAfter = timeout // the agents' deadline, unless progress comes first
+		}
 	}
 	if len(c.succeeded) > 0 && succeeded(js, status.ReplicatedJobsStatus) {
 		e.complete()

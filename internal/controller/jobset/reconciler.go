@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -38,6 +39,10 @@ import (
 // OwnerUIDIndex indexes child Jobs by the UID of their controlling JobSet,
 // so a JobSet recreated under the same name never sees its predecessor's Jobs.
 const OwnerUIDIndex = ".metadata.controller.uid"
+
+// PodJobSetIndex indexes cached pods by their JobSet's name (label), so an
+// in-place restart reads its pods without scanning the namespace.
+const PodJobSetIndex = ".metadata.labels.jobset-name"
 
 // Reconciler reconciles JobSets.
 type Reconciler struct {
@@ -54,8 +59,11 @@ type Reconciler struct {
 	// (replicatedJobsStatus) to one per interval per JobSet: a 1,000-Job
 	// JobSet otherwise writes its status once per Job status change.
 	CountsInterval time.Duration
-	lastWrite      sync.Map // JobSet namespace/name -> time.Time of the last status write
-	now            func() time.Time
+	// AgentTimeout bounds an in-place restart that makes no progress
+	// before it falls back to recreating (0: DefaultAgentTimeout).
+	AgentTimeout time.Duration
+	lastWrite    sync.Map // JobSet namespace/name -> time.Time of the last status write
+	now          func() time.Time
 }
 
 // SetupWithManager registers the controller and its index.
@@ -75,6 +83,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if err != nil {
 		return err
 	}
+	if r.Gates.InPlaceRestart {
+		err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodJobSetIndex, func(o client.Object) []string {
+			if name := o.GetLabels()[api.JobSetNameKey]; name != "" {
+				return []string{name}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&api.JobSet{}).
 		Owns(&batchv1.Job{}).
@@ -86,7 +105,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		b = b.WatchesRawSource(source.Channel(r.Placer.Wakeups(), &handler.EnqueueRequestForObject{})).
 			Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.Placer.WaitingRequests), builder.WithPredicates(podGone))
 	}
+	if r.Gates.InPlaceRestart {
+		// An agent's annotation or a container restart moves an in-place
+		// restart along; nothing else of a pod does.
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ownerJobSet), builder.WithPredicates(inPlaceProgress))
+	}
 	return b.Complete(r)
+}
+
+func ownerJobSet(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[api.JobSetNameKey]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+var inPlaceProgress = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return PodAttempt(e.Object.GetAnnotations()) != nil },
+	DeleteFunc: func(e event.DeleteEvent) bool { return PodAttempt(e.Object.GetAnnotations()) != nil },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		a, b := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+		return !ptr.Equal(PodAttempt(a.Annotations), PodAttempt(b.Annotations)) || MaxRestartCount(&a.Status) != MaxRestartCount(&b.Status)
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // podGone passes only deletions (a pod that finishes leaves the manager's
@@ -195,7 +237,21 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 	for i := range list.Items {
 		jobs[i] = &list.Items[i]
 	}
-	o := Observed{JobSet: js, Jobs: jobs, Now: r.now(), Gates: r.Gates}
+	o := Observed{JobSet: js, Jobs: jobs, Now: r.now(), Gates: r.Gates, AgentTimeout: r.AgentTimeout}
+	if r.Gates.InPlaceRestart && inPlace(js) {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{PodJobSetIndex: js.Name},
+			client.UnsafeDisableDeepCopy); err != nil {
+			return o, fmt.Errorf("list pods: %w", err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue // going, or not started: no agent to wait for
+			}
+			o.Pods = append(o.Pods, InPlacePod{Name: p.Name, Attempt: PodAttempt(p.Annotations), Restarts: MaxRestartCount(&p.Status)})
+		}
+	}
 	if dnsHostnames(js) {
 		var svc corev1.Service
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: headlessService(js).Name}, &svc)

@@ -75,6 +75,9 @@ func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 		p := spec.Child("replicatedJobs").Index(i)
 		errs = append(errs, validateReplicatedJob(js, name, i, &rj, p)...)
 		errs = append(errs, tpu.ValidateJobSpec(&rj.Template.Spec, int(rj.Replicas), p.Child("template", "spec"))...)
+		if fp := js.Spec.FailurePolicy; fp != nil && fp.RestartStrategy == api.InPlaceRestart && gates.InPlaceRestart {
+			errs = append(errs, validateInPlace(&rj, p.Child("template", "spec"))...)
+		}
 	}
 	if sp := js.Spec.SuccessPolicy; sp != nil {
 		for i, t := range sp.TargetReplicatedJobs {
@@ -370,4 +373,32 @@ func validateElastic(old *api.JobSet, o, rj *api.ReplicatedJob, p *field.Path) f
 		errs = append(errs, field.Invalid(p.Child("replicas"), rj.Replicas, "replicas must be >= 1: suspend or delete the JobSet to stop it"))
 	}
 	return errs
+}
+
+// validateInPlace: an in-place restart keeps pods, so their Jobs must never
+// fail on their own (the JobSet decides), must replace only pods that have
+// failed, and must run every pod at once (the barrier waits for all).
+func validateInPlace(rj *api.ReplicatedJob, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	s := rj.Template.Spec
+	if s.BackoffLimit == nil || *s.BackoffLimit != math.MaxInt32 {
+		errs = append(errs, field.Invalid(p.Child("backoffLimit"), ptrString(s.BackoffLimit),
+			fmt.Sprintf("replicatedJob %s: must be %d (MaxInt32) with restartStrategy InPlaceRestart: pods restart in place, the JobSet counts restarts", rj.Name, math.MaxInt32)))
+	}
+	if s.PodReplacementPolicy == nil || *s.PodReplacementPolicy != batchv1.Failed {
+		errs = append(errs, field.Invalid(p.Child("podReplacementPolicy"), ptrString(s.PodReplacementPolicy),
+			fmt.Sprintf("replicatedJob %s: must be Failed with restartStrategy InPlaceRestart, so a replacement pod is made only once the old one is gone", rj.Name)))
+	}
+	if s.Completions == nil || s.Parallelism == nil || *s.Completions != *s.Parallelism {
+		errs = append(errs, field.Invalid(p.Child("completions"), ptrString(s.Completions),
+			fmt.Sprintf("replicatedJob %s: completions and parallelism must be set and equal with restartStrategy InPlaceRestart (every worker runs at once)", rj.Name)))
+	}
+	return errs
+}
+
+func ptrString[T any](v *T) string {
+	if v == nil {
+		return "<unset>"
+	}
+	return fmt.Sprint(*v)
 }

@@ -1,0 +1,164 @@
+package jobset
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// DefaultAgentTimeout is how long an in-place restart may make no progress
+// while running pods lag behind before it falls back to recreating.
+const DefaultAgentTimeout = 60 * time.Second
+
+// InPlacePod is what the in-place restart reads of one running pod.
+type InPlacePod struct {
+	Name string
+	// Attempt is the pod's in-place-restart-attempt annotation, as its
+	// agent wrote it; nil while the agent has not (or wrote nonsense).
+	Attempt *int32
+	// Restarts is the highest restartCount among the pod's containers.
+	Restarts int32
+}
+
+// PodAttempt reads the annotation the agent writes: nil when absent or
+// not a whole number 0 or more.
+func PodAttempt(annotations map[string]string) *int32 {
+	v, ok := annotations[api.InPlaceRestartAttemptKey]
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return nil
+	}
+	return ptr.To(int32(n))
+}
+
+// MaxRestartCount is the highest restartCount of a pod's containers.
+func MaxRestartCount(st *corev1.PodStatus) int32 {
+	var n int32
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for _, c := range list {
+			n = max(n, c.RestartCount)
+		}
+	}
+	return n
+}
+
+func inPlace(js *api.JobSet) bool {
+	return js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == api.InPlaceRestart
+}
+
+// expectedPods is replicas x parallelism summed over the replicated jobs
+// (the webhook makes completions equal parallelism).
+func expectedPods(js *api.JobSet) int {
+	n := 0
+	for _, rj := range js.Spec.ReplicatedJobs {
+		n += int(rj.Replicas) * int(ptr.Deref(rj.Template.Spec.Parallelism, 1))
+	}
+	return n
+}
+
+// decideInPlace is upstream's in-place protocol (KEP-467) as a pure step:
+//   - all expected pods at one attempt: that is the current attempt, and
+//     the agents release their barriers together;
+//   - pods at different attempts: every attempt below the highest is
+//     previous, so agents still in one restart their pods in place;
+//   - an attempt or a container restart count beyond maxRestarts fails it.
+//
+// Ahead of upstream: while running pods lag behind the highest attempt
+// and nothing has moved for timeout (a missing or broken agent), it falls
+// back to recreating every Job, and InPlaceRestarting says so; it never
+// waits without a condition that says for what.
+// It reports whether the JobSet failed or fell back.
+func decideInPlace(js *api.JobSet, pods []InPlacePod, timeout time.Duration, e *statusEditor) (stop bool) {
+	fp, st := js.Spec.FailurePolicy, e.status
+	var attempts []int32
+	var maxRestarts int32
+	for _, p := range pods {
+		maxRestarts = max(maxRestarts, p.Restarts)
+		if p.Attempt != nil {
+			attempts = append(attempts, *p.Attempt)
+		}
+	}
+	if maxRestarts > fp.MaxRestarts {
+		// A container failing so fast that no attempt completes.
+		e.fail(api.ReachedMaxRestartsReason, api.ReachedMaxRestartsMessage)
+		return true
+	}
+	if len(attempts) == 0 {
+		return false // agents not up yet (or none): nothing to synchronise
+	}
+	highest := slices.Max(attempts)
+	if highest-(st.Restarts-st.RestartsCountTowardsMax) > fp.MaxRestarts {
+		e.fail(api.ReachedMaxRestartsReason, api.ReachedMaxRestartsMessage)
+		return true
+	}
+	expected := expectedPods(js)
+	if len(attempts) == expected && slices.Min(attempts) == highest {
+		if st.CurrentInPlaceRestartAttempt == nil || *st.CurrentInPlaceRestartAttempt != highest {
+			st.CurrentInPlaceRestartAttempt = ptr.To(highest)
+			e.changed = true
+			if highest > 0 {
+				e.put(api.JobSetInPlaceRestarting, metav1.ConditionFalse, api.AllPodsRestartedReason,
+					fmt.Sprintf("attempt %d: all %d pods restarted in place and were released together", highest, expected), corev1.EventTypeNormal)
+			}
+		}
+		return false
+	}
+	if highest == 0 {
+		return false // first start: agents are still coming up
+	}
+	if prev := highest - 1; st.PreviousInPlaceRestartAttempt == nil || *st.PreviousInPlaceRestartAttempt < prev {
+		st.PreviousInPlaceRestartAttempt = ptr.To(prev)
+		e.changed = true
+	}
+	var lagging []string
+	for _, p := range pods {
+		if p.Attempt == nil || *p.Attempt < highest {
+			lagging = append(lagging, p.Name)
+		}
+	}
+	at := 0
+	for _, a := range attempts {
+		if a == highest {
+			at++
+		}
+	}
+	msg := fmt.Sprintf("attempt %d: %d of %d pods there", highest, at, expected)
+	if len(lagging) > 0 {
+		msg += fmt.Sprintf("; %d running pods not yet (%s)", len(lagging), first(lagging, 3))
+	}
+	if len(pods) < expected {
+		msg += fmt.Sprintf("; %d pods not running yet", expected-len(pods))
+	}
+	old := meta.FindStatusCondition(st.Conditions, string(api.JobSetInPlaceRestarting))
+	if old == nil || old.Status != metav1.ConditionTrue || old.Message != msg {
+		// Progress (or a new restart) starts the timeout afresh.
+		meta.RemoveStatusCondition(&st.Conditions, string(api.JobSetInPlaceRestarting))
+		e.put(api.JobSetInPlaceRestarting, metav1.ConditionTrue, api.WaitingForPodsReason, msg, "")
+		return false
+	}
+	if len(lagging) == 0 || e.now.Sub(old.LastTransitionTime.Time) < timeout {
+		return false // waiting for capacity is the placement's to report
+	}
+	e.set(api.JobSetInPlaceRestarting, metav1.ConditionFalse, api.AgentTimeoutReason,
+		fmt.Sprintf("%s for %s: the in-place restart agent is missing or stuck there; recreating every Job instead", msg, timeout), corev1.EventTypeWarning)
+	return true
+}
+
+func first(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(", ... (%d in all)", len(names))
+}
