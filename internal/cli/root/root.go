@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/agent"
 	"github.com/multislice/multislice/internal/cli/chaos"
 	"github.com/multislice/multislice/internal/cli/down"
 	"github.com/multislice/multislice/internal/cli/manager"
@@ -36,7 +37,7 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.Err)
 	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f))
+		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), agent.NewCmdAgent(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }

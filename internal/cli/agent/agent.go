@@ -1,0 +1,94 @@
+// Package agent is `multislice agent`, the in-place restart agent run as a
+// sidecar (or as the main container) of every pod of an InPlaceRestart
+// JobSet. It reads upstream's environment variables, so upstream's pod
+// templates run it unchanged.
+package agent
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/multislice/multislice/internal/agent"
+	"github.com/multislice/multislice/internal/cli"
+)
+
+// namespaceFile is where a pod's service account says its namespace.
+const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// NewCmdAgent is `multislice agent`.
+func NewCmdAgent(f *cli.Factory) *cobra.Command {
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "In-place restart agent (KEP-467): run in every pod of a JobSet with restartStrategy InPlaceRestart",
+		Long: `agent joins its pod to the JobSet's in-place restart protocol: it writes the
+pod's attempt to the annotation jobset.sigs.k8s.io/in-place-restart-attempt,
+exits with $IN_PLACE_RESTART_EXIT_CODE (default 1) when the controller makes
+that attempt previous (the pod's RestartAllContainers rule then restarts
+every container in place), and lifts its barrier once every pod is in the
+current attempt: as a sidecar its startup probe ($STARTUP_PROBE_PATH on
+$STARTUP_PROBE_PORT, default /barrier-is-down on 8081) passes; with
+$WORKER_COMMAND it runs that command and exits with its code.
+
+Environment: JOBSET_NAME and POD_NAME (downward API); the namespace comes
+from the service account (or POD_NAMESPACE). It needs get/list/watch on its
+JobSet and patch on pods (config/agent/rbac.yaml). See docs/auto-repair.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := optionsFromEnv()
+			if err != nil {
+				return err
+			}
+			o.Log = f.Err
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			code, err := agent.Run(ctx, cfg, o)
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				code = 128 + int(syscall.SIGTERM) // a stopped agent: never 0, which would mean "done"
+			}
+			os.Exit(code)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
+	return cmd
+}
+
+func optionsFromEnv() (agent.Options, error) {
+	o := agent.Options{
+		Namespace:     os.Getenv(agent.EnvNamespace),
+		JobSetName:    os.Getenv(agent.EnvJobSetName),
+		PodName:       os.Getenv(agent.EnvPodName),
+		WorkerCommand: os.Getenv(agent.EnvWorkerCommand),
+		ProbePath:     os.Getenv(agent.EnvProbePath),
+		ProbePort:     os.Getenv(agent.EnvProbePort),
+		ExitCode:      agent.DefaultExitCode,
+	}
+	if o.Namespace == "" {
+		if b, err := os.ReadFile(namespaceFile); err == nil {
+			o.Namespace = strings.TrimSpace(string(b))
+		}
+	}
+	if v := os.Getenv(agent.EnvExitCode); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return o, fmt.Errorf("%s=%q: want a number 1..255", agent.EnvExitCode, v)
+		}
+		o.ExitCode = n
+	}
+	return o, o.Check()
+}
