@@ -16,7 +16,7 @@ var Layers = []struct {
 		"internal/pki", "internal/outage", "internal/versions", "internal/layers"}},
 	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/workload"}},
-	{"manager", []string{"internal/manager"}},
+	{"manager", []string{"internal/manager", "internal/agent"}},
 	{"simulator", []string{"internal/sim", "internal/fleet", "internal/cloud", "internal/localcluster", "internal/install", "internal/release"}},
 	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/"}},
 }

@@ -51,3 +51,9 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string) er
 func (r *Running) StartRepairer(exe string, delay time.Duration) error {
 	return r.launch("cloud-repair", exe, []string{"cloud-repair", "--delay=" + delay.String()})
 }
+
+// StartSimAgents runs `multislice sim-agents`: the in-place restart agent
+// of every simulated pod that has one (kwok runs no container).
+func (r *Running) StartSimAgents(exe string) error {
+	return r.launch("sim-agents", exe, []string{"sim-agents"})
+}

@@ -18,6 +18,13 @@ const (
 	// SimulatedCondition is a pod condition that says, on every pod a
 	// simulated node runs, that no container process actually ran.
 	SimulatedCondition = "multislice.dev/Simulated"
+	// RestartAllAnnotation asks the simulated kubelet to restart every
+	// container of the pod in place (its value is the exit code that
+	// triggered the RestartAllContainers rule), as the agent's exit does.
+	RestartAllAnnotation = "multislice.dev/simulate-restart-all"
+	// BarrierLiftedAnnotation stands for the agent's startup probe
+	// passing: the simulated kubelet starts the workers.
+	BarrierLiftedAnnotation = "multislice.dev/simulate-barrier-lifted"
 )
 
 // Stages is the kwok configuration: KwokConfiguration options plus the

@@ -21,7 +21,7 @@ import (
 func TestUpInterrupted(t *testing.T) {
 	framework.RequireE2E(t)
 	steps := []string{"starting etcd", "starting kube-apiserver", "installing the JobSet CRD", "starting kube-controller-manager",
-		"starting kwok", "starting multislice-manager", "creating the fleet", "starting cloud-repair"}
+		"starting kwok", "starting multislice-manager", "creating the fleet", "starting cloud-repair", "starting sim-agents"}
 	for i, step := range steps {
 		sig := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}[i%2]
 		home := t.TempDir()

@@ -47,7 +47,7 @@ func TestLocalCluster(t *testing.T) {
 	t.Run("indexed job fails", func(t *testing.T) { runIndexedJob(t, ctx, c, "failing-job", "3", batchv1.JobFailed) })
 	t.Run("status", func(t *testing.T) {
 		out := c.MustRun("status")
-		for _, comp := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "multislice-manager", "cloud-repair"} {
+		for _, comp := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "multislice-manager", "cloud-repair", "sim-agents"} {
 			if !strings.Contains(out, comp) {
 				t.Errorf("status does not show %s:\n%s", comp, out)
 			}
@@ -283,8 +283,8 @@ func checkDown(t *testing.T, c *framework.Cluster) {
 			t.Errorf("%s (pid %d) still runs after down", p.Name, p.PID)
 		}
 	}
-	if len(st.Processes) != 7 {
-		t.Errorf("state lists %d processes, want 7 (etcd, apiserver, controller-manager, scheduler, kwok, manager, cloud-repair)", len(st.Processes))
+	if len(st.Processes) != 8 {
+		t.Errorf("state lists %d processes, want 8 (etcd, apiserver, controller-manager, scheduler, kwok, manager, cloud-repair, sim-agents)", len(st.Processes))
 	}
 	if leftovers := processesUnder(c.Home); len(leftovers) > 0 {
 		t.Errorf("processes still using %s: %v", c.Home, leftovers)

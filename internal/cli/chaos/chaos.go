@@ -13,6 +13,7 @@ import (
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cloud"
 	"github.com/multislice/multislice/internal/outage"
+	"github.com/multislice/multislice/internal/sim"
 )
 
 // NewCmdChaos is `multislice chaos`.
@@ -134,4 +135,24 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&delay, "delay", 10*time.Second, "time from a fault to the slice being recreated")
 	return cmd
+}
+
+// NewCmdSimAgents is the hidden `multislice sim-agents`, one component of
+// the local cluster: the in-place restart agent of every simulated pod.
+func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:    "sim-agents",
+		Short:  "Play the in-place restart agent in simulated pods (run by multislice up)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, cfg, err := f.Client()
+			if err != nil {
+				return err
+			}
+			outage.RideOut(cfg) // a component: it waits out a control-plane outage
+			cfg.QPS, cfg.Burst = 500, 1000
+			return (&sim.Agents{Config: cfg, Log: f.Out}).Run(cmd.Context())
+		},
+	}
 }

@@ -185,6 +185,9 @@ func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg 
 	if err := r.StartRepairer(exe, opts.RepairDelay); err != nil {
 		return err
 	}
+	if err := r.StartSimAgents(exe); err != nil {
+		return err
+	}
 	ready := 0
 	err = r.WaitFor(ctx, "kwok", opts.Timeout, func(ctx context.Context) (bool, error) {
 		nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
