@@ -2,7 +2,8 @@
 
 BIN      := $(CURDIR)/bin
 MULTISLICE := $(BIN)/multislice
-GO_SOURCES := $(shell find . -name '*.go' -not -path './tools/*' -not -path './bin/*') go.mod go.sum
+# Go files and the files they embed (stages, RBAC, versions, CRDs).
+GO_SOURCES := $(shell find . -name '*.go' -not -path './tools/*' -not -path './bin/*') $(shell find internal config api -type f -not -name '*.go') go.mod go.sum
 # Where a test cluster's processes may run; CI has two cores, so e2e packages run one at a time.
 GOTEST_FLAGS ?= -count=1
 

@@ -22,8 +22,11 @@ const (
 	EnvProbePath     = "STARTUP_PROBE_PATH"
 	EnvProbePort     = "STARTUP_PROBE_PORT"
 	EnvExitCode      = "IN_PLACE_RESTART_EXIT_CODE"
-	// EnvNamespace overrides the service-account namespace file (Multislice's own).
+	// EnvNamespace overrides the service-account namespace file, and
+	// EnvProbeHost the probe's listen address (default all), both
+	// Multislice's own.
 	EnvNamespace = "POD_NAMESPACE"
+	EnvProbeHost = "STARTUP_PROBE_HOST"
 
 	DefaultProbePath = "/barrier-is-down"
 	DefaultProbePort = "8081"

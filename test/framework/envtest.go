@@ -75,7 +75,7 @@ func StartEnvWith(t testing.TB, edit func(*manager.Options)) *Env {
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	ports := freePorts(t, 3)
+	ports := FreePorts(t, 3)
 	done := make(chan struct{})
 	var runErr error
 	o := manager.Options{
@@ -125,7 +125,8 @@ func (e *Env) Namespace(t testing.TB) string {
 	return ns.Name
 }
 
-func freePorts(t testing.TB, n int) []int {
+// FreePorts are n loopback ports free right now.
+func FreePorts(t testing.TB, n int) []int {
 	var out []int
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

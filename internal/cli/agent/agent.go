@@ -76,6 +76,7 @@ func optionsFromEnv() (agent.Options, error) {
 		WorkerCommand: os.Getenv(agent.EnvWorkerCommand),
 		ProbePath:     os.Getenv(agent.EnvProbePath),
 		ProbePort:     os.Getenv(agent.EnvProbePort),
+		ProbeHost:     os.Getenv(agent.EnvProbeHost),
 		ExitCode:      agent.DefaultExitCode,
 	}
 	if o.Namespace == "" {

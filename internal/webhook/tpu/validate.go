@@ -2,6 +2,7 @@ package tpu
 
 import (
 	"fmt"
+	"math"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -59,10 +60,18 @@ func ValidateJobSpec(spec *batchv1.JobSpec, slices int, p *field.Path) field.Err
 			errs = append(errs, field.Invalid(selPath.Key(gke.TopologyLabel), shape.Topology.String(),
 				fmt.Sprintf("a multislice workload cannot use single-host slices (%s is one host): choose a multi-host topology", shape.AcceleratorType())))
 		}
-		if v := ptr.Deref(spec.BackoffLimit, 6); v != 0 {
+		if v := ptr.Deref(spec.BackoffLimit, 6); v != 0 && !inPlaceShape(spec) {
 			errs = append(errs, field.Invalid(p.Child("backoffLimit"), v,
-				"a multislice workload needs backoffLimit: 0, so a failed pod fails its slice and the JobSet restarts every slice"))
+				"a multislice workload needs backoffLimit: 0, so a failed pod fails its slice and the JobSet restarts every slice "+
+					"(or, for restartStrategy InPlaceRestart, 2147483647 with podReplacementPolicy: Failed)"))
 		}
 	}
 	return errs
+}
+
+// inPlaceShape is a Job of an in-place restart JobSet (KEP-467): it never
+// fails on its own (backoffLimit MaxInt32) and replaces only failed pods;
+// its JobSet restarts every slice through the agents instead.
+func inPlaceShape(spec *batchv1.JobSpec) bool {
+	return ptr.Deref(spec.BackoffLimit, 0) == math.MaxInt32 && ptr.Deref(spec.PodReplacementPolicy, "") == batchv1.Failed
 }
