@@ -134,7 +134,7 @@ func TestInPlaceRestart(t *testing.T) {
 func runningPod(t *testing.T, c client.Client, ns, jobset, name string) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{api.JobSetNameKey: jobset}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{api.JobSetNameKey: jobset, api.RestartsKey: "0"}},
 		Spec:       corev1.PodSpec{NodeName: "node-" + name, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
 	}
 	if err := c.Create(context.Background(), p); err != nil {

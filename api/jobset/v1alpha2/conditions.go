@@ -60,6 +60,7 @@ const (
 	WaitingForPodsReason   = "WaitingForPods"
 	AllPodsRestartedReason = "AllPodsRestarted"
 	AgentTimeoutReason     = "AgentTimeout"
+	AgentMissingReason     = "AgentMissing"
 )
 
 // Event reasons of failure-policy actions and creation errors.

@@ -75,43 +75,45 @@ func expectedPods(js *api.JobSet) int {
 //     previous, so agents still in one restart their pods in place;
 //   - an attempt or a container restart count beyond maxRestarts fails it.
 //
-// Ahead of upstream: while running pods lag behind the highest attempt
-// and nothing has moved for timeout (a missing or broken agent), it falls
-// back to recreating every Job, and InPlaceRestarting says so; it never
-// waits without a condition that says for what.
-// It reports whether the JobSet failed or fell back.
+// Ahead of upstream, it never waits without a condition that says for what
+// (InPlaceRestarting), and a missing or broken agent falls back to
+// recreating every Job instead of hanging: when running pods lag behind the
+// highest attempt and nothing has moved for timeout, or when no agent ever
+// reported and a pod's containers restarted.
+// It reports stop: the JobSet failed, or must be recreated.
 func decideInPlace(js *api.JobSet, pods []InPlacePod, timeout time.Duration, e *statusEditor) (stop bool) {
 	fp, st := js.Spec.FailurePolicy, e.status
 	var attempts []int32
-	var maxRestarts int32
+	var restarts int32
 	for _, p := range pods {
-		maxRestarts = max(maxRestarts, p.Restarts)
+		restarts = max(restarts, p.Restarts)
 		if p.Attempt != nil {
 			attempts = append(attempts, *p.Attempt)
 		}
 	}
-	if maxRestarts > fp.MaxRestarts {
+	if restarts > fp.MaxRestarts {
 		// A container failing so fast that no attempt completes.
 		e.fail(api.ReachedMaxRestartsReason, api.ReachedMaxRestartsMessage)
 		return true
 	}
+	expected := expectedPods(js)
+	cond := meta.FindStatusCondition(st.Conditions, string(api.JobSetInPlaceRestarting))
 	if len(attempts) == 0 {
-		return false // agents not up yet (or none): nothing to synchronise
+		return noAgents(len(pods) == expected, restarts, cond, timeout, e)
 	}
 	highest := slices.Max(attempts)
 	if highest-(st.Restarts-st.RestartsCountTowardsMax) > fp.MaxRestarts {
 		e.fail(api.ReachedMaxRestartsReason, api.ReachedMaxRestartsMessage)
 		return true
 	}
-	expected := expectedPods(js)
 	if len(attempts) == expected && slices.Min(attempts) == highest {
 		if st.CurrentInPlaceRestartAttempt == nil || *st.CurrentInPlaceRestartAttempt != highest {
 			st.CurrentInPlaceRestartAttempt = ptr.To(highest)
 			e.changed = true
-			if highest > 0 {
-				e.put(api.JobSetInPlaceRestarting, metav1.ConditionFalse, api.AllPodsRestartedReason,
-					fmt.Sprintf("attempt %d: all %d pods restarted in place and were released together", highest, expected), corev1.EventTypeNormal)
-			}
+		}
+		if highest > 0 || cond != nil {
+			e.put(api.JobSetInPlaceRestarting, metav1.ConditionFalse, api.AllPodsRestartedReason,
+				fmt.Sprintf("attempt %d: all %d pods are in it and were released together", highest, expected), corev1.EventTypeNormal)
 		}
 		return false
 	}
@@ -128,31 +130,51 @@ func decideInPlace(js *api.JobSet, pods []InPlacePod, timeout time.Duration, e *
 			lagging = append(lagging, p.Name)
 		}
 	}
-	at := 0
-	for _, a := range attempts {
-		if a == highest {
-			at++
-		}
-	}
-	msg := fmt.Sprintf("attempt %d: %d of %d pods there", highest, at, expected)
+	msg := fmt.Sprintf("attempt %d: %d of %d pods in it", highest, len(pods)-len(lagging), expected)
 	if len(lagging) > 0 {
 		msg += fmt.Sprintf("; %d running pods not yet (%s)", len(lagging), first(lagging, 3))
 	}
 	if len(pods) < expected {
 		msg += fmt.Sprintf("; %d pods not running yet", expected-len(pods))
 	}
-	old := meta.FindStatusCondition(st.Conditions, string(api.JobSetInPlaceRestarting))
-	if old == nil || old.Status != metav1.ConditionTrue || old.Message != msg {
-		// Progress (or a new restart) starts the timeout afresh.
-		meta.RemoveStatusCondition(&st.Conditions, string(api.JobSetInPlaceRestarting))
-		e.put(api.JobSetInPlaceRestarting, metav1.ConditionTrue, api.WaitingForPodsReason, msg, "")
-		return false
-	}
-	if len(lagging) == 0 || e.now.Sub(old.LastTransitionTime.Time) < timeout {
+	if waitFor(cond, msg, e) || len(lagging) == 0 || e.now.Sub(cond.LastTransitionTime.Time) < timeout {
 		return false // waiting for capacity is the placement's to report
 	}
 	e.set(api.JobSetInPlaceRestarting, metav1.ConditionFalse, api.AgentTimeoutReason,
 		fmt.Sprintf("%s for %s: the in-place restart agent is missing or stuck there; recreating every Job instead", msg, timeout), corev1.EventTypeWarning)
+	return true
+}
+
+// noAgents handles a JobSet whose running pods carry no attempt at all.
+// Once every pod has run for timeout without one, the agent is missing:
+// the JobSet then restarts as with Recreate (stop) whenever a pod's
+// containers restart, since nothing would bring the other pods along.
+func noAgents(allRunning bool, restarts int32, cond *metav1.Condition, timeout time.Duration, e *statusEditor) bool {
+	if !allRunning {
+		return false
+	}
+	if cond != nil && cond.Reason == api.AgentMissingReason {
+		return restarts > 0
+	}
+	msg := "attempt 0: no pod has reported it yet (annotation " + api.InPlaceRestartAttemptKey + ", written by the agent)"
+	if waitFor(cond, msg, e) || e.now.Sub(cond.LastTransitionTime.Time) < timeout {
+		return false
+	}
+	e.set(api.JobSetInPlaceRestarting, metav1.ConditionFalse, api.AgentMissingReason,
+		fmt.Sprintf("no pod reported an in-place restart attempt within %s: add the agent (`multislice agent`) as a sidecar, see docs/auto-repair.md; until then a failed pod restarts every Job (as Recreate)", timeout),
+		corev1.EventTypeWarning)
+	return false
+}
+
+// waitFor writes InPlaceRestarting True with msg when it says anything
+// else, restarting its clock (progress restarts the timeout); it reports
+// whether it did.
+func waitFor(cond *metav1.Condition, msg string, e *statusEditor) bool {
+	if cond != nil && cond.Status == metav1.ConditionTrue && cond.Message == msg {
+		return false
+	}
+	meta.RemoveStatusCondition(&e.status.Conditions, string(api.JobSetInPlaceRestarting))
+	e.put(api.JobSetInPlaceRestarting, metav1.ConditionTrue, api.WaitingForPodsReason, msg, "")
 	return true
 }
 

@@ -107,7 +107,7 @@ func Decide(o Observed) (p Plan) {
 		}
 		p.Delete = append(p.Delete, recreate...)
 	}
-	if inPlaceOn && !ptr.Deref(js.Spec.Suspend, false) {
+	if inPlaceOn && !ptr.Deref(js.Spec.Suspend, false) && len(c.previous) == 0 { // not while recreating
 		timeout := o.AgentTimeout
 		if timeout == 0 {
 			timeout = DefaultAgentTimeout

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -244,10 +245,11 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 			client.UnsafeDisableDeepCopy); err != nil {
 			return o, fmt.Errorf("list pods: %w", err)
 		}
+		attempt := strconv.Itoa(int(js.Status.Restarts))
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-				continue // going, or not started: no agent to wait for
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Labels[api.RestartsKey] != attempt {
+				continue // going, not started, or of a recreated attempt: no agent to wait for
 			}
 			o.Pods = append(o.Pods, InPlacePod{Name: p.Name, Attempt: PodAttempt(p.Annotations), Restarts: MaxRestartCount(&p.Status)})
 		}
