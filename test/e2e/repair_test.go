@@ -121,9 +121,14 @@ func TestRepairWaitsForCapacity(t *testing.T) {
 
 // poolOfSlice is the node pool placement gave slice i of multislice-job.
 func poolOfSlice(t *testing.T, ctx context.Context, c *framework.Cluster, i int) string {
+	return poolOf(t, c, fmt.Sprintf("multislice-job-slice-%d", i))
+}
+
+// poolOf is the node pool placement gave a child Job.
+func poolOf(t *testing.T, c *framework.Cluster, job string) string {
 	var pool string
 	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		j, err := c.Client.BatchV1().Jobs("default").Get(ctx, fmt.Sprintf("multislice-job-slice-%d", i), metav1.GetOptions{})
+		j, err := c.Client.BatchV1().Jobs("default").Get(ctx, job, metav1.GetOptions{})
 		if err != nil || j.DeletionTimestamp != nil {
 			return false, fmt.Sprint(err)
 		}
