@@ -1,113 +1,326 @@
-// Command restart measures restart-all at scale on a local cluster: one
-// JobSet of 64 slices x 16 hosts (1,024 pods, v4 4x4x4); one pod fails;
-// how long until all 1,024 pods of the next attempt are Running. Reported
-// with pods that stop at once, and split into detection (restart begun)
-// and the rest.
+// Command restart measures a restart at scale on a local cluster: one
+// JobSet of 64 slices x 16 hosts (1,024 pods, v4 4x4x4); one pod fails; how
+// long until every pod runs again at the next attempt. Recreate (every pod
+// deleted and created anew) and InPlaceRestart (KEP-467: pods restart in
+// place through the agents) run interleaved on one cluster, rounds times.
+// In-place is split into detection (the failed pod's agent reports the next
+// attempt), signal fan-out (every pod reports it) and barrier release
+// (every worker started); each restart's API-server writes are counted.
 //
-//	go run ./bench/restart -slices 64
+//	go run ./bench/restart -slices 64 -rounds 3
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/bench/benchcluster"
+	"github.com/multislice/multislice/internal/agent"
 )
 
 func main() {
-	slices := flag.Int("slices", 64, "slices of 16 hosts")
+	slices := flag.Int("slices", 64, "slices of 16 hosts (1..128)")
+	rounds := flag.Int("rounds", 3, "restarts of each kind (1..20)")
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
 	flag.Parse()
-	if err := run(*bin, *slices); err != nil {
+	if *slices < 1 || *slices > 128 || *rounds < 1 || *rounds > 20 {
+		fmt.Fprintln(os.Stderr, "-slices must be 1..128 and -rounds 1..20")
+		os.Exit(2)
+	}
+	if err := run(*bin, *slices, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, slices int) error {
+type result struct {
+	total, detect, fanOut, release time.Duration
+	writes                         map[string]int
+	cpu                            string
+}
+
+func run(bin string, slices, rounds int) error {
 	c, err := benchcluster.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
-		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), nil)
+		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), nil, "--feature-gates=InPlaceRestart=true")
 	if err != nil {
 		return err
 	}
 	defer c.Down()
-	cs, cl := c.Client, c.Objects
-	ctx := context.Background()
-	js := &api.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "default",
-			Annotations: map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool"}},
-		Spec: api.JobSetSpec{
-			FailurePolicy: &api.FailurePolicy{MaxRestarts: 5},
-			ReplicatedJobs: []api.ReplicatedJob{{Name: "slice", Replicas: int32(slices), Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(16)), Completions: ptr.To(int32(16)),
-				BackoffLimit: ptr.To(int32(0)),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					NodeSelector:  map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "4x4x4"},
-					Containers: []corev1.Container{{Name: "main", Image: "python:3.12",
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}}},
-				}},
-			}}}},
-		},
-	}
-	began := time.Now()
-	if err := cl.Create(ctx, js); err != nil {
-		return err
-	}
-	if _, err := waitRunning(ctx, cs, "0", slices*16); err != nil {
-		return err
-	}
-	fmt.Printf("first start: all %d pods Running after %.1fs\n", slices*16, time.Since(began).Seconds())
-	time.Sleep(3 * time.Second)
-	if out, err := c.Run("chaos", "fail-pod", "--nodepool", "big-np-7"); err != nil {
-		return fmt.Errorf("chaos: %v\n%s", err, out)
-	}
-	began = time.Now()
-	var detected time.Duration
-	for detected == 0 {
-		var got api.JobSet
-		if err := cl.Get(ctx, client.ObjectKeyFromObject(js), &got); err == nil && got.Status.Restarts == 1 {
-			detected = time.Since(began)
+	pods := slices * 16
+	byKind := map[string][]result{}
+	for r := 0; r < rounds; r++ {
+		for _, inPlace := range []bool{false, true} {
+			kind := map[bool]string{false: "recreate", true: "in-place"}[inPlace]
+			res, err := round(c, slices, inPlace, fmt.Sprintf("%s-%d", kind, r))
+			if err != nil {
+				return err
+			}
+			byKind[kind] = append(byKind[kind], res)
+			fmt.Printf("round %d %-8s %d pods: all Running at the next attempt %.2fs after the failure", r+1, kind, pods, res.total.Seconds())
+			if inPlace {
+				fmt.Printf(" (detection %.2fs, signal fan-out %.2fs, barrier release %.2fs)", res.detect.Seconds(), res.fanOut.Seconds(), res.release.Seconds())
+			}
+			fmt.Printf("; API writes: %s; CPU: %s\n", writes(res.writes), res.cpu)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := waitRunning(ctx, cs, "1", slices*16); err != nil {
-		return err
-	}
-	fmt.Printf("restart-all after one pod failure: restart began after %.2fs; all %d pods Running at attempt 1 after %.1fs\n",
-		detected.Seconds(), slices*16, time.Since(began).Seconds())
+	rec, inp := medianOf(byKind["recreate"]), medianOf(byKind["in-place"])
+	fmt.Printf("median of %d: recreate %.2fs, in-place %.2fs (%.2fx recreate; detection %.2fs, fan-out %.2fs, release %.2fs)\n",
+		rounds, rec.total.Seconds(), inp.total.Seconds(), inp.total.Seconds()/rec.total.Seconds(),
+		inp.detect.Seconds(), inp.fanOut.Seconds(), inp.release.Seconds())
 	return nil
 }
 
-func waitRunning(ctx context.Context, cs kubernetes.Interface, attempt string, want int) (time.Duration, error) {
+// round runs one JobSet: start, one pod fails, measure, delete.
+func round(c *benchcluster.Cluster, slices int, inPlace bool, name string) (result, error) {
+	ctx := context.Background()
+	pods := slices * 16
+	js := jobSet(name, slices, inPlace)
+	if err := c.Objects.Create(ctx, js); err != nil {
+		return result{}, err
+	}
+	w := watchPods(c.Client, name)
+	defer func() {
+		_ = c.Objects.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		for i := 0; i < 600 && (len(w.store.List()) > 0 || c.Objects.Get(ctx, client.ObjectKeyFromObject(js), &api.JobSet{}) == nil); i++ {
+			time.Sleep(200 * time.Millisecond)
+		}
+		close(w.stop)
+	}()
+	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return ready(p, inPlace, "0", "0") }); err != nil {
+		return result{}, err
+	}
+	time.Sleep(2 * time.Second) // settle: status writes of the start are done
+	cpu := c.CPU()
+	before, err := requestCounts(ctx, c.Client)
+	if err != nil {
+		return result{}, err
+	}
+	began := time.Now() // includes starting the chaos command: a little conservative
+	if out, err := c.Run("chaos", "fail-pod", "--nodepool", fmt.Sprintf("big-np-%d", slices/2)); err != nil {
+		return result{}, fmt.Errorf("chaos: %v\n%s", err, out)
+	}
+	var res result
+	at := func(want int, ok func(*corev1.Pod) bool) (time.Duration, error) {
+		_, err := w.waitFor(want, ok)
+		return time.Since(began), err
+	}
+	if !inPlace {
+		if res.total, err = at(pods, func(p *corev1.Pod) bool { return ready(p, false, "1", "") }); err != nil {
+			return res, err
+		}
+	} else {
+		if res.detect, err = at(1, func(p *corev1.Pod) bool { return attempt(p) == "1" }); err != nil {
+			return res, err
+		}
+		all, err := at(pods, func(p *corev1.Pod) bool { return attempt(p) == "1" })
+		if err != nil {
+			return res, err
+		}
+		if res.total, err = at(pods, func(p *corev1.Pod) bool { return ready(p, true, "0", "1") }); err != nil {
+			return res, err
+		}
+		res.fanOut, res.release = all-res.detect, res.total-all
+	}
+	after, err := requestCounts(ctx, c.Client)
+	if err != nil {
+		return res, err
+	}
+	res.cpu = c.CPUSince(cpu)
+	res.writes = map[string]int{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			res.writes[k] = d
+		}
+	}
+	return res, nil
+}
+
+// ready: Running (Ready, for in-place: the workers started) at the given
+// recreate attempt and in-place attempt ("" for any).
+func ready(p *corev1.Pod, inPlace bool, restarts, inPlaceAttempt string) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Labels[api.RestartsKey] != restarts && restarts != "" {
+		return false
+	}
+	if !inPlace {
+		return true
+	}
+	if inPlaceAttempt != "" && attempt(p) != inPlaceAttempt {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func attempt(p *corev1.Pod) string { return p.Annotations[api.InPlaceRestartAttemptKey] }
+
+// podWatch follows one JobSet's pods through a watch: polling LISTs of
+// 1,024 pods would cost the API server more than the restart it measures.
+type podWatch struct {
+	store toolscache.Store
+	stop  chan struct{}
+}
+
+func watchPods(cs kubernetes.Interface, name string) *podWatch {
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.JobSetNameKey + "=" + name }))
+	inf := f.Core().V1().Pods().Informer()
+	w := &podWatch{store: inf.GetStore(), stop: make(chan struct{})}
+	f.Start(w.stop)
+	f.WaitForCacheSync(w.stop)
+	return w
+}
+
+func (w *podWatch) count(ok func(*corev1.Pod) bool) int {
+	n := 0
+	for _, o := range w.store.List() {
+		if ok(o.(*corev1.Pod)) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until want pods pass ok, and returns how long that took.
+func (w *podWatch) waitFor(want int, ok func(*corev1.Pod) bool) (time.Duration, error) {
 	began := time.Now()
 	for time.Since(began) < 10*time.Minute {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
-			LabelSelector: api.RestartsKey + "=" + attempt, ResourceVersion: "0"})
-		if err == nil {
-			n := 0
-			for _, p := range pods.Items {
-				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-					n++
-				}
-			}
-			if n >= want {
-				return time.Since(began), nil
-			}
+		if w.count(ok) >= want {
+			return time.Since(began), nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("not all %d pods of attempt %s Running", want, attempt)
+	return 0, fmt.Errorf("fewer than %d pods got there in 10 minutes", want)
+}
+
+// requestCounts reads the API server's apiserver_request_total for
+// writes (verb resource[/subresource] -> count).
+func requestCounts(ctx context.Context, cs kubernetes.Interface) (map[string]int, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver metrics: %w", err)
+	}
+	label := func(line, key string) string {
+		m := regexp.MustCompile(key + `="([^"]*)"`).FindStringSubmatch(line)
+		if m == nil {
+			return ""
+		}
+		return m[1]
+	}
+	out := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		verb := map[string]string{"POST": "create", "PUT": "update", "PATCH": "patch", "APPLY": "apply", "DELETE": "delete"}[label(line, "verb")]
+		if verb == "" {
+			continue // reads
+		}
+		res := label(line, "resource")
+		if sub := label(line, "subresource"); sub != "" {
+			res += "/" + sub
+		}
+		if res == "leases" || res == "events" {
+			continue // heartbeats and events: not the restart's work
+		}
+		f := strings.Fields(line)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		out[verb+" "+res] += int(v)
+	}
+	return out, sc.Err()
+}
+
+func writes(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	total := 0
+	for k, v := range m {
+		keys = append(keys, k)
+		total += v
+	}
+	sort.Strings(keys)
+	parts := []string{fmt.Sprintf("%d in all", total)}
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func medianOf(rs []result) result {
+	pick := func(f func(result) time.Duration) time.Duration {
+		v := make([]time.Duration, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+		return v[len(v)/2]
+	}
+	return result{
+		total:   pick(func(r result) time.Duration { return r.total }),
+		detect:  pick(func(r result) time.Duration { return r.detect }),
+		fanOut:  pick(func(r result) time.Duration { return r.fanOut }),
+		release: pick(func(r result) time.Duration { return r.release }),
+	}
+}
+
+// jobSet is the benchmark's JobSet: one replicated job of slices v4 4x4x4
+// slices (16 hosts each), recreated on a restart, or restarted in place
+// with the agent as a sidecar.
+func jobSet(name string, slices int, inPlace bool) *api.JobSet {
+	spec := batchv1.JobSpec{
+		CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(16)), Completions: ptr.To(int32(16)),
+		BackoffLimit: ptr.To(int32(0)),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "4x4x4"},
+			Containers: []corev1.Container{{Name: "main", Image: "python:3.12",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}}},
+		}},
+	}
+	fp := &api.FailurePolicy{MaxRestarts: 5}
+	if inPlace {
+		fp.RestartStrategy = api.InPlaceRestart
+		spec.BackoffLimit, spec.PodReplacementPolicy = ptr.To(int32(math.MaxInt32)), ptr.To(batchv1.Failed)
+		restartAll := []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{0}}}}
+		pod := &spec.Template.Spec
+		pod.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+		pod.Containers[0].RestartPolicyRules = restartAll
+		pod.InitContainers = []corev1.Container{{Name: agent.ContainerName, Image: "multislice", Args: []string{"agent"},
+			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), RestartPolicyRules: restartAll}}
+	}
+	return &api.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			Annotations: map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool"}},
+		Spec: api.JobSetSpec{
+			FailurePolicy: fp,
+			ReplicatedJobs: []api.ReplicatedJob{{Name: "slice", Replicas: int32(slices),
+				Template: batchv1.JobTemplateSpec{Spec: spec}}},
+		},
+	}
 }

@@ -123,7 +123,9 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 		return client.IgnoreNotFound(err)
 	}
 	var pods corev1.PodList
-	if err := a.cache.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{api.JobSetNameKey: key.Name}); err != nil {
+	// The cache's own objects (no copy per pod per event): only read here.
+	if err := a.cache.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{api.JobSetNameKey: key.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	type work struct {

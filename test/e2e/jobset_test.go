@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,11 @@ func TestSeedJobSet(t *testing.T) {
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	cl := c.Objects
+	// With the InPlaceRestart gate off (the default), as upstream: refused.
+	err := cl.Create(ctx, inPlaceExample(t), client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "spec.failurePolicy.restartStrategy") || !strings.Contains(err.Error(), "InPlaceRestart feature gate") {
+		t.Errorf("in-place example with the gate off: got %v, want a refusal naming the gate", err)
+	}
 	js := seedCopy(t, "multislice-job", "")
 	if err := cl.Create(ctx, js); err != nil {
 		t.Fatal(err)
