@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,8 @@ import (
 type Agents struct {
 	Config *rest.Config
 	Log    io.Writer
-	// Parallelism bounds concurrent pod patches (default 32).
-	Parallelism int
+	// Workers bound concurrent pods (default 32): each is one agent.
+	Workers int
 
 	c      client.Client
 	cache  cache.Cache
@@ -44,6 +45,7 @@ type Agents struct {
 
 // podAgent is one pod's current agent process.
 type podAgent struct {
+	mu          sync.Mutex
 	incarnation int32 // the pod's restart count when it started
 	exited      bool  // asked for a restart; the next incarnation takes over
 	state       agent.State
@@ -51,8 +53,8 @@ type podAgent struct {
 
 // Run serves until ctx ends.
 func (a *Agents) Run(ctx context.Context) error {
-	if a.Parallelism == 0 {
-		a.Parallelism = 32
+	if a.Workers == 0 {
+		a.Workers = 32
 	}
 	scheme := runtime.NewScheme()
 	_ = api.AddToScheme(scheme)
@@ -67,15 +69,25 @@ func (a *Agents) Run(ctx context.Context) error {
 	a.agents = map[types.UID]*podAgent{}
 	a.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())
 	defer a.queue.ShutDown()
-	enqueue := func(obj any) {
-		if o, ok := obj.(client.Object); ok {
-			name := o.GetName()
-			if _, isPod := obj.(*corev1.Pod); isPod {
-				if name = o.GetLabels()[api.JobSetNameKey]; name == "" {
-					return
-				}
-			}
-			a.queue.Add(types.NamespacedName{Namespace: o.GetNamespace(), Name: name})
+	// Work is per pod; a JobSet change concerns every agent pod of it.
+	onPod := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && hasAgent(p) {
+			a.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	onJobSet := func(obj any) {
+		js, ok := obj.(*api.JobSet)
+		if !ok {
+			return
+		}
+		var pods corev1.PodList
+		// The cache's own objects, not copies: only read here.
+		if err := a.cache.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{api.JobSetNameKey: js.Name},
+			client.UnsafeDisableDeepCopy); err != nil {
+			return
+		}
+		for i := range pods.Items {
+			onPod(&pods.Items[i])
 		}
 	}
 	gone := func(obj any) {
@@ -85,13 +97,16 @@ func (a *Agents) Run(ctx context.Context) error {
 			a.mu.Unlock()
 		}
 	}
-	handler := toolscache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: gone}
-	for _, obj := range []client.Object{&corev1.Pod{}, &api.JobSet{}} {
+	handlers := map[client.Object]toolscache.ResourceEventHandlerFuncs{
+		&corev1.Pod{}: {AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }, DeleteFunc: gone},
+		&api.JobSet{}: {AddFunc: onJobSet, UpdateFunc: func(_, o any) { onJobSet(o) }},
+	}
+	for obj, h := range handlers {
 		inf, err := a.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return err
 		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
+		if _, err := inf.AddEventHandler(h); err != nil {
 			return err
 		}
 	}
@@ -101,108 +116,96 @@ func (a *Agents) Run(ctx context.Context) error {
 	}
 	fmt.Fprintln(a.Log, "playing the in-place restart agent of every simulated pod that has one")
 	go func() { <-ctx.Done(); a.queue.ShutDown() }()
-	for {
-		key, quit := a.queue.Get()
-		if quit {
-			return nil
-		}
-		if err := a.sync(ctx, key); err != nil {
-			fmt.Fprintf(a.Log, "%s: %v\n", key, err)
-			a.queue.AddRateLimited(key)
-		} else {
-			a.queue.Forget(key)
-		}
-		a.queue.Done(key)
+	var wg sync.WaitGroup
+	for range a.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a.next(ctx) {
+			}
+		}()
 	}
-}
-
-// sync runs one protocol step for every agent pod of a JobSet.
-func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
-	var js api.JobSet
-	if err := a.cache.Get(ctx, key, &js); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	var pods corev1.PodList
-	// The cache's own objects (no copy per pod per event): only read here.
-	if err := a.cache.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{api.JobSetNameKey: key.Name},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return err
-	}
-	type work struct {
-		pod   *corev1.Pod
-		agent *podAgent
-	}
-	var todo []work
-	a.mu.Lock()
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !hasAgent(p) {
-			continue
-		}
-		n := jobsetcontroller.MaxRestartCount(&p.Status)
-		ag := a.agents[p.UID]
-		switch {
-		case ag == nil:
-			// First sight (also after this process restarted): the agent
-			// already running in the pod has written what it knows.
-			ag = &podAgent{incarnation: n}
-			ag.state.Attempt = jobsetcontroller.PodAttempt(p.Annotations)
-			_, ag.state.Released = p.Annotations[BarrierLiftedAnnotation]
-			_, ag.exited = p.Annotations[RestartAllAnnotation]
-			a.agents[p.UID] = ag
-		case ag.incarnation != n:
-			ag = &podAgent{incarnation: n} // the containers restarted: a new agent process
-			a.agents[p.UID] = ag
-		}
-		if !ag.exited {
-			todo = append(todo, work{p, ag})
-		}
-	}
-	a.mu.Unlock()
-	errs := make([]error, len(todo))
-	workqueue.ParallelizeUntil(ctx, a.Parallelism, len(todo), func(i int) {
-		errs[i] = a.step(ctx, &js, todo[i].pod, todo[i].agent)
-	})
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
+	wg.Wait()
 	return nil
 }
 
-// step acts for one pod's agent until the protocol says wait.
-func (a *Agents) step(ctx context.Context, js *api.JobSet, pod *corev1.Pod, ag *podAgent) error {
-	for {
-		action, n := ag.state.Next(js)
+func (a *Agents) next(ctx context.Context) bool {
+	key, quit := a.queue.Get()
+	if quit {
+		return false
+	}
+	defer a.queue.Done(key)
+	if err := a.sync(ctx, key); err != nil {
+		fmt.Fprintf(a.Log, "%s: %v\n", key, err)
+		a.queue.AddRateLimited(key)
+		return true
+	}
+	a.queue.Forget(key)
+	return true
+}
+
+// sync runs the agent of one pod until it waits.
+func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
+	var pod corev1.Pod
+	if err := a.cache.Get(ctx, key, &pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return nil // no agent runs yet, or any more
+	}
+	var js api.JobSet
+	if err := a.cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[api.JobSetNameKey]}, &js); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	n := jobsetcontroller.MaxRestartCount(&pod.Status)
+	a.mu.Lock()
+	ag := a.agents[pod.UID]
+	switch {
+	case ag == nil:
+		// First sight (also after this process restarted): the agent
+		// already running in the pod has written what it knows.
+		ag = &podAgent{incarnation: n}
+		ag.state.Attempt = jobsetcontroller.PodAttempt(pod.Annotations)
+		ag.state.Released = pod.Annotations[BarrierLiftedAnnotation] == fmt.Sprint(n)
+		ag.exited = strings.HasPrefix(pod.Annotations[RestartAllAnnotation], fmt.Sprint(n)+"/")
+		a.agents[pod.UID] = ag
+	case ag.incarnation != n:
+		ag = &podAgent{incarnation: n} // the containers restarted: a new agent process
+		a.agents[pod.UID] = ag
+	}
+	a.mu.Unlock()
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	for !ag.exited {
+		action, attempt := ag.state.Next(&js)
 		var patch []byte
 		switch action {
 		case agent.Wait:
 			return nil
 		case agent.Annotate:
-			patch = agent.AttemptPatch(n)
+			patch = agent.AttemptPatch(attempt)
 		case agent.Restart:
-			patch = annotate(RestartAllAnnotation, fmt.Sprint(agent.DefaultExitCode))
+			patch = annotate(RestartAllAnnotation, fmt.Sprintf("%d/%d", n, agent.DefaultExitCode))
 		case agent.Release:
-			patch = annotate(BarrierLiftedAnnotation, "true")
+			patch = annotate(BarrierLiftedAnnotation, fmt.Sprint(n))
 		}
 		target := &corev1.Pod{}
 		target.Namespace, target.Name = pod.Namespace, pod.Name
 		if err := a.c.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); apierrors.IsNotFound(err) {
 			return nil
 		} else if err != nil {
-			return fmt.Errorf("pod %s: %s: %w", pod.Name, action, err)
+			return fmt.Errorf("%s: %w", action, err)
 		}
 		switch action {
 		case agent.Annotate:
-			ag.state.Attempt = &n
+			ag.state.Attempt = &attempt
 		case agent.Restart:
 			ag.exited = true
-			return nil
 		case agent.Release:
 			ag.state.Released = true
 		}
 	}
+	return nil
 }
 
 func annotate(key, value string) []byte {

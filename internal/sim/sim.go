@@ -18,12 +18,13 @@ const (
 	// SimulatedCondition is a pod condition that says, on every pod a
 	// simulated node runs, that no container process actually ran.
 	SimulatedCondition = "multislice.dev/Simulated"
-	// RestartAllAnnotation asks the simulated kubelet to restart every
-	// container of the pod in place (its value is the exit code that
-	// triggered the RestartAllContainers rule), as the agent's exit does.
+	// RestartAllAnnotation ("<restart count>/<exit code>") asks the
+	// simulated kubelet to restart every container of the pod in place, as
+	// the agent's exit with its restart code does; it acts only while the
+	// restart count is still the one named.
 	RestartAllAnnotation = "multislice.dev/simulate-restart-all"
-	// BarrierLiftedAnnotation stands for the agent's startup probe
-	// passing: the simulated kubelet starts the workers.
+	// BarrierLiftedAnnotation ("<restart count>") stands for the agent's
+	// startup probe passing in that incarnation: the workers start.
 	BarrierLiftedAnnotation = "multislice.dev/simulate-barrier-lifted"
 )
 

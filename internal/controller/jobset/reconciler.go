@@ -213,10 +213,22 @@ func (r *Reconciler) batchCounts(js *api.JobSet, p *Plan) {
 	r.lastWrite.Store(client.ObjectKeyFromObject(js), now)
 }
 
+// onlyCountsChanged: the new status differs from the old only in Job
+// counts, or in the progress of an in-place restart that keeps waiting
+// (which would otherwise be written once per pod that reaches it).
 func onlyCountsChanged(old, new *api.JobSetStatus) bool {
 	a, b := old.DeepCopy(), new.DeepCopy()
 	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = nil, nil
+	if waitingInPlace(a) && waitingInPlace(b) {
+		meta.RemoveStatusCondition(&a.Conditions, string(api.JobSetInPlaceRestarting))
+		meta.RemoveStatusCondition(&b.Conditions, string(api.JobSetInPlaceRestarting))
+	}
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+func waitingInPlace(st *api.JobSetStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, string(api.JobSetInPlaceRestarting))
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // ManagedByUs: managedBy is unset or names the built-in controller.
