@@ -31,7 +31,7 @@ type Gate struct {
 // All lists every gate, in the order help and docs show them.
 var All = []Gate{
 	{RestartJob, false, "alpha", "failure-policy actions RestartJob and RestartJobAndIgnoreMaxRestarts: restart only the failed Job (at most 1024 replicas per replicated job); off: refused at admission"},
-	{InPlaceRestart, false, "alpha", "failurePolicy.restartStrategy InPlaceRestart is admitted (KEP-467); off: refused at admission"},
+	{InPlaceRestart, false, "alpha", "failurePolicy.restartStrategy InPlaceRestart (KEP-467): healthy pods restart in place through the agent sidecar (multislice agent), a failed slice is recreated alone; off: refused at admission"},
 	{ElasticJobSet, false, "alpha", "parallelism/completions (equal, Indexed) and replicas of a running JobSet may change; child Jobs follow (KEP-463); off: immutable"},
 	{ExecutionAttemptsTracking, true, "ahead", "status.executionAttempts and the jobset.sigs.k8s.io/execution-attempt label and annotation count every start: first start, restart, resume (KEP-1282)"},
 }

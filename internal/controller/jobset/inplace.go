@@ -68,6 +68,46 @@ func expectedPods(js *api.JobSet) int {
 	return n
 }
 
+// restartInPlace is Decide's step for an in-place JobSet: failed Jobs are
+// recreated alone, the pods' attempts are synchronised, and a restart that
+// cannot go on in place falls back to recreating. It reports whether the
+// JobSet failed or restarts as a whole (Decide stops there).
+func restartInPlace(o Observed, c children, e *statusEditor, p *Plan) bool {
+	js := o.JobSet
+	if len(c.failed) > 0 {
+		recreate := recreateFailed(js, c, e)
+		if _, done := finished(e.status); done != nil {
+			return true
+		}
+		p.Delete = append(p.Delete, recreate...)
+	}
+	if ptr.Deref(js.Spec.Suspend, false) || len(c.previous) > 0 {
+		return false // suspended, or recreating: no agent to wait for
+	}
+	timeout := o.AgentTimeout
+	if timeout == 0 {
+		timeout = DefaultAgentTimeout
+	}
+	if decideInPlace(js, o.Pods, timeout, e) {
+		if _, done := finished(e.status); done == nil {
+			if e.status.RestartsCountTowardsMax+sumJobRestartsTowardsMax(js) >= js.Spec.FailurePolicy.MaxRestarts {
+				e.fail(api.ReachedMaxRestartsReason, api.ReachedMaxRestartsMessage)
+			} else {
+				reason := api.AgentTimeoutReason
+				if cond := meta.FindStatusCondition(e.status.Conditions, string(api.JobSetInPlaceRestarting)); cond != nil {
+					reason = cond.Reason // AgentTimeout or AgentMissing
+				}
+				restartAll(e, o.Gates, true, reason)
+			}
+		}
+		return true
+	}
+	if cond := meta.FindStatusCondition(e.status.Conditions, string(api.JobSetInPlaceRestarting)); cond != nil && cond.Status == metav1.ConditionTrue {
+		p.RequeueAfter = timeout // the agents' deadline, unless progress comes first
+	}
+	return false
+}
+
 // decideInPlace is upstream's in-place protocol (KEP-467) as a pure step:
 //   - all expected pods at one attempt: that is the current attempt, and
 //     the agents release their barriers together;

@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 )
 
 func TestDecideInPlace(t *testing.T) {
@@ -100,4 +102,52 @@ func TestDecideInPlace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestartInPlace: Decide's in-place step around the protocol.
+func TestRestartInPlace(t *testing.T) {
+	gates := features.Gates{InPlaceRestart: true}
+	inPlaceJS := func(js *api.JobSet) {
+		js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: 3, RestartStrategy: api.InPlaceRestart}
+	}
+	t.Run("a failed Job is recreated alone, nothing restarts as a whole", func(t *testing.T) {
+		js := jobSet(3, inPlaceJS)
+		p := Decide(Observed{JobSet: js, Jobs: childJobs(js, "", batchv1.JobFailed, ""), Now: now, Gates: gates})
+		if len(p.Delete) != 1 || p.Delete[0].Name != "js-w-1" || p.Status.Restarts != 0 {
+			t.Fatalf("delete %d (%v), restarts %d: want js-w-1 alone, 0", len(p.Delete), p.Delete, p.Status.Restarts)
+		}
+		if len(p.Events) != 1 || p.Events[0].Reason != "InPlaceRestartRecreatingJob" {
+			t.Errorf("events %+v", p.Events)
+		}
+	})
+	t.Run("a FailJobSet rule still fails it", func(t *testing.T) {
+		js := jobSet(3, inPlaceJS, func(js *api.JobSet) {
+			js.Spec.FailurePolicy.Rules = []api.FailurePolicyRule{{Name: "r", Action: api.FailJobSet}}
+		})
+		p := Decide(Observed{JobSet: js, Jobs: childJobs(js, "", batchv1.JobFailed, ""), Now: now, Gates: gates})
+		if _, done := finished(&p.Status); done == nil || len(p.Delete) != 0 {
+			t.Fatalf("not failed, or deletes %v", p.Delete)
+		}
+	})
+	t.Run("a stuck agent falls back to recreating every Job", func(t *testing.T) {
+		js := jobSet(1, inPlaceJS)
+		js.Status.CurrentInPlaceRestartAttempt = ptr.To(int32(0))
+		js.Status.Conditions = []metav1.Condition{{Type: string(api.JobSetInPlaceRestarting), Status: metav1.ConditionTrue,
+			Reason: api.WaitingForPodsReason, Message: "attempt 1: 1 of 2 pods in it; 1 running pods not yet (b)", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+		pods := []InPlacePod{{Name: "a", Attempt: ptr.To(int32(1))}, {Name: "b", Attempt: ptr.To(int32(0))}}
+		p := Decide(Observed{JobSet: js, Jobs: childJobs(js), Pods: pods, Now: now, Gates: gates})
+		if p.Status.Restarts != 1 || p.Status.RestartsCountTowardsMax != 1 {
+			t.Fatalf("restarts %d/%d, want 1/1", p.Status.Restarts, p.Status.RestartsCountTowardsMax)
+		}
+		if c := meta.FindStatusCondition(p.Status.Conditions, string(api.JobSetRestartingJobSet)); c == nil || c.Reason != api.AgentTimeoutReason {
+			t.Errorf("RestartingJobSet %+v", c)
+		}
+	})
+	t.Run("gate off: the strategy is ignored, as upstream's controller does", func(t *testing.T) {
+		js := jobSet(3, inPlaceJS)
+		p := Decide(Observed{JobSet: js, Jobs: childJobs(js, "", batchv1.JobFailed, ""), Now: now})
+		if p.Status.Restarts != 1 {
+			t.Fatalf("restarts %d, want 1 (RestartJobSet)", p.Status.Restarts)
+		}
+	})
 }

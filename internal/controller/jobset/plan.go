@@ -7,7 +7,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -96,31 +95,12 @@ func Decide(o Observed) (p Plan) {
 		e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobsReadyReason, api.JobsReadyMessage, "")
 	}
 	inPlaceOn := o.Gates.InPlaceRestart && inPlace(js)
-	if len(c.failed) > 0 {
-		if !inPlaceOn {
-			applyFailurePolicy(js, c, e, o.Gates)
-			return p
-		}
-		recreate := recreateFailed(js, c, e)
-		if _, done := finished(&status); done != nil {
-			return p
-		}
-		p.Delete = append(p.Delete, recreate...)
+	if len(c.failed) > 0 && !inPlaceOn {
+		applyFailurePolicy(js, c, e, o.Gates)
+		return p
 	}
-	if inPlaceOn && !ptr.Deref(js.Spec.Suspend, false) && len(c.previous) == 0 { // not while recreating
-		timeout := o.AgentTimeout
-		if timeout == 0 {
-			timeout = DefaultAgentTimeout
-		}
-		if decideInPlace(js, o.Pods, timeout, e) {
-			if _, done := finished(&status); done == nil {
-				restartAll(e, o.Gates, true, api.AgentTimeoutReason)
-			}
-			return p
-		}
-		if cond := meta.FindStatusCondition(status.Conditions, string(api.JobSetInPlaceRestarting)); cond != nil && cond.Status == metav1.ConditionTrue {
-			p.RequeueAfter = timeout // the agents' deadline, unless progress comes first
-		}
+	if inPlaceOn && restartInPlace(o, c, e, &p) {
+		return p
 	}
 	if len(c.succeeded) > 0 && succeeded(js, status.ReplicatedJobsStatus) {
 		e.complete()
