@@ -61,6 +61,9 @@ func TestInPlaceRestart(t *testing.T) {
 	if got := getJobSet(t, c, name); got.Status.Restarts != 0 {
 		t.Errorf("status.restarts %d, want 0: nothing was recreated", got.Status.Restarts)
 	}
+	if out := c.MustRun("status", name); !strings.Contains(out, "in-place attempt 1") || !strings.Contains(out, "0/1") {
+		t.Errorf("status %s does not show the in-place attempt:\n%s", name, out)
+	}
 
 	// A host of slice 1 is lost: that slice alone is recreated, on another
 	// pool; the other six pods restart in place.

@@ -26,6 +26,8 @@ import (
 type View struct {
 	Name, Namespace, State string
 	Restarts, MaxRestarts  int32
+	// InPlaceAttempt is the current in-place restart attempt (KEP-467), if any.
+	InPlaceAttempt *int32 `json:",omitempty"`
 	Slices                 []Slice
 	Conditions             []metav1.Condition
 	Events                 []string
@@ -43,11 +45,14 @@ type Worker struct {
 	Index            int
 	Pod, Node, Phase string
 	Attempt          int
+	// InPlaceAttempt is the attempt the pod's in-place restart agent reported.
+	InPlaceAttempt string `json:",omitempty"`
 }
 
 // Summarize is the pure part of `status JOBSET`.
 func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []corev1.Event) View {
-	v := View{Name: js.Name, Namespace: js.Namespace, State: workload.State(js), Restarts: js.Status.Restarts, Conditions: js.Status.Conditions}
+	v := View{Name: js.Name, Namespace: js.Namespace, State: workload.State(js), Restarts: js.Status.Restarts, Conditions: js.Status.Conditions,
+		InPlaceAttempt: js.Status.CurrentInPlaceRestartAttempt}
 	if js.Spec.FailurePolicy != nil {
 		v.MaxRestarts = js.Spec.FailurePolicy.MaxRestarts
 	}
@@ -60,6 +65,7 @@ func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []c
 		attempt, _ := strconv.Atoi(p.Labels[api.RestartsKey])
 		byJob[p.Labels["job-name"]] = append(byJob[p.Labels["job-name"]], Worker{
 			Index: idx, Pod: p.Name, Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Attempt: attempt,
+			InPlaceAttempt: p.Annotations[api.InPlaceRestartAttemptKey],
 		})
 	}
 	for _, j := range jobs {
@@ -97,7 +103,11 @@ func eventTime(e corev1.Event) time.Time {
 
 // Print writes the view as tables.
 func (v View) Print(out io.Writer) {
-	fmt.Fprintf(out, "JobSet %s/%s: %s, restarts %d (max %d)\n\n", v.Namespace, v.Name, v.State, v.Restarts, v.MaxRestarts)
+	fmt.Fprintf(out, "JobSet %s/%s: %s, restarts %d (max %d)", v.Namespace, v.Name, v.State, v.Restarts, v.MaxRestarts)
+	if v.InPlaceAttempt != nil {
+		fmt.Fprintf(out, ", in-place attempt %d (ATTEMPT: restarts/in-place)", *v.InPlaceAttempt)
+	}
+	fmt.Fprint(out, "\n\n")
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SLICE\tJOB\tNODE POOL\tWORKER\tPOD\tNODE\tPHASE\tATTEMPT")
 	for _, s := range v.Slices {
@@ -106,7 +116,11 @@ func (v View) Print(out io.Writer) {
 			fmt.Fprintf(w, "%s\t%s\t%s\t-\t-\t-\t-\t%d\n", slice, s.Job, dash(s.Domain), s.Attempt)
 		}
 		for _, wk := range s.Workers {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\n", slice, s.Job, dash(s.Domain), wk.Index, wk.Pod, dash(wk.Node), wk.Phase, wk.Attempt)
+			attempt := strconv.Itoa(wk.Attempt)
+			if wk.InPlaceAttempt != "" {
+				attempt += "/" + wk.InPlaceAttempt
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", slice, s.Job, dash(s.Domain), wk.Index, wk.Pod, dash(wk.Node), wk.Phase, attempt)
 		}
 	}
 	w.Flush()
