@@ -212,17 +212,7 @@ func shippedServiceAccount(t *testing.T, c *framework.Cluster) string {
 }
 
 func serviceAccountKubeconfig(t *testing.T, c *framework.Cluster, token string) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
-	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	cfg.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return framework.WriteKubeconfig(t, c.Config.Host, c.Config.CAData, &clientcmdapi.AuthInfo{Token: token})
 }
 
 func loopbackPort(t *testing.T) int {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multislice/multislice/internal/manager"
@@ -174,4 +175,20 @@ func (c *Cluster) Process(name string) Process {
 	}
 	c.t.Fatalf("no %s in %s/state.json", name, c.Home)
 	return Process{}
+}
+
+// WriteKubeconfig writes a kubeconfig for the API server at host (trusting
+// ca) with the given credentials, and returns its path.
+func WriteKubeconfig(t testing.TB, host string, ca []byte, auth *clientcmdapi.AuthInfo) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
+	kc.AuthInfos["u"] = auth
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -19,8 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,7 +73,8 @@ func TestInPlaceRestart(t *testing.T) {
 	// envtest runs no Job controller and no kubelet: the test makes the two
 	// pods and plays the kubelet (phase, restart counts, container starts).
 	pods := []*corev1.Pod{runningPod(t, env.Client, ns, "ipr", "ipr-w-0-0"), runningPod(t, env.Client, ns, "ipr", "ipr-w-0-1")}
-	kubeconfig := writeKubeconfig(t, env.Config)
+	kubeconfig := framework.WriteKubeconfig(t, env.Config.Host, env.Config.CAData, &clientcmdapi.AuthInfo{
+		ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken})
 	free := framework.FreePorts(t, 2)
 	ports := []string{strconv.Itoa(free[0]), strconv.Itoa(free[1])}
 	agents := make([]*exec.Cmd, 2)
@@ -216,18 +215,4 @@ func waitProbe(t *testing.T, port string) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
-}
-
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "x"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

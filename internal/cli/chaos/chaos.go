@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cloud"
@@ -116,11 +117,10 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, cfg, err := f.Client()
+			cfg, err := componentConfig(f)
 			if err != nil {
 				return err
 			}
-			outage.RideOut(cfg) // a component: it waits out a control-plane outage
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return err
@@ -146,13 +146,23 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, cfg, err := f.Client()
+			cfg, err := componentConfig(f)
 			if err != nil {
 				return err
 			}
-			outage.RideOut(cfg) // a component: it waits out a control-plane outage
 			cfg.QPS, cfg.Burst = 500, 1000
 			return (&sim.Agents{Config: cfg, Log: f.Out}).Run(cmd.Context())
 		},
 	}
+}
+
+// componentConfig is the local cluster's admin config for a component
+// process, which waits out a control-plane outage instead of failing.
+func componentConfig(f *cli.Factory) (*rest.Config, error) {
+	_, cfg, err := f.Client()
+	if err != nil {
+		return nil, err
+	}
+	outage.RideOut(cfg)
+	return cfg, nil
 }

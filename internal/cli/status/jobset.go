@@ -28,9 +28,9 @@ type View struct {
 	Restarts, MaxRestarts  int32
 	// InPlaceAttempt is the current in-place restart attempt (KEP-467), if any.
 	InPlaceAttempt *int32 `json:",omitempty"`
-	Slices                 []Slice
-	Conditions             []metav1.Condition
-	Events                 []string
+	Slices         []Slice
+	Conditions     []metav1.Condition
+	Events         []string
 }
 
 // Slice is one child Job: its domain and its workers.
