@@ -6,11 +6,14 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -55,6 +58,9 @@ type podAgent struct {
 func (a *Agents) Run(ctx context.Context) error {
 	if a.Workers == 0 {
 		a.Workers = 32
+	}
+	if err := a.waitForJobSets(ctx); err != nil {
+		return err
 	}
 	scheme := runtime.NewScheme()
 	_ = api.AddToScheme(scheme)
@@ -219,4 +225,25 @@ func hasAgent(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// waitForJobSets waits until the API server serves JobSets: a cluster
+// started without the manager gets the CRD later (or never, then this
+// component just waits).
+func (a *Agents) waitForJobSets(ctx context.Context) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(a.Config)
+	if err != nil {
+		return err
+	}
+	said := false
+	return wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+		if _, err := dc.ServerResourcesForGroupVersion(api.GroupVersion.String()); err == nil {
+			return true, nil
+		}
+		if !said {
+			fmt.Fprintf(a.Log, "waiting for the API server to serve %s (the JobSet CRD)\n", api.GroupVersion)
+			said = true
+		}
+		return false, nil
+	})
 }
