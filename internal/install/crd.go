@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -40,16 +41,28 @@ func CRD(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("install CRD %s: %w", want.Name, err)
 	}
+	// Established is not enough: discovery serves the new group a moment
+	// later, and a client that looks in between fails ("no matches").
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	gv := want.Spec.Group + "/" + want.Spec.Versions[0].Name
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		got, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
-		if err != nil {
+		if err != nil || !established(got) {
 			return false, nil
 		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		list, err := dc.ServerResourcesForGroupVersion(gv)
+		return err == nil && len(list.APIResources) > 0, nil
 	})
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
