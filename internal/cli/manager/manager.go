@@ -40,6 +40,9 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 			if o.NoWebhooks, err = onOff("--webhooks", webhooks); err != nil {
 				return err
 			}
+			if o.AgentTimeout < time.Second || o.AgentTimeout > time.Hour {
+				return fmt.Errorf("--in-place-restart-timeout=%s: want 1s to 1h (default %s)", o.AgentTimeout, jobsetcontroller.DefaultAgentTimeout)
+			}
 			if o.NoControllers && o.NoWebhooks {
 				return fmt.Errorf("--controllers=none and --webhooks=none leave nothing to run: keep one of them")
 			}
