@@ -41,6 +41,8 @@ type Running struct {
 	Client    kubernetes.Interface
 	processes []*started
 	progress  io.Writer
+	// egressPort is where the API server expects its egress proxy.
+	egressPort int
 }
 
 // ErrAlreadyRunning means Home already holds a live cluster.
@@ -79,7 +81,7 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 	if err := h.writeConfigs(p); err != nil {
 		return nil, err
 	}
-	r := &Running{Home: h, progress: opts.Progress}
+	r := &Running{Home: h, progress: opts.Progress, egressPort: p.Egress}
 	if err := r.boot(ctx, opts, p); err != nil {
 		r.Stop()
 		return nil, err
@@ -258,7 +260,7 @@ func pickPorts(apiServer int) (ports, error) {
 		}
 		p.APIServer = apiServer
 	}
-	for _, port := range []*int{&p.APIServer, &p.EtcdClient, &p.EtcdPeer, &p.Scheduler, &p.ControllerManager, &p.Kwok} {
+	for _, port := range []*int{&p.APIServer, &p.EtcdClient, &p.EtcdPeer, &p.Scheduler, &p.ControllerManager, &p.Kwok, &p.Egress} {
 		if *port != 0 {
 			continue
 		}

@@ -21,6 +21,9 @@ const (
 // ports are the loopback ports of one cluster.
 type ports struct {
 	APIServer, EtcdClient, EtcdPeer, Scheduler, ControllerManager, Kwok int
+	// Egress is the API server's way to nodes (its "cluster" egress proxy),
+	// served by sim-agents: it ends at the simulated kubelets' log endpoint.
+	Egress int
 }
 
 func (h Home) pki(name string) string { return h.path("pki", name) }
@@ -65,6 +68,12 @@ func (h Home) apiServerArgs(p ports) []string {
 		// in the simulated fleet dials it anyway.
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
+		// Pod logs: the API server dials the node's kubelet through its
+		// "cluster" egress proxy, as through konnectivity on GKE.
+		"--egress-selector-config-file=" + h.path("egress.yaml"),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		"--kubelet-client-certificate=" + h.pki("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + h.pki("apiserver-kubelet-client.key"),
 	}
 }
 
@@ -128,6 +137,23 @@ leaderElection:
   leaderElect: false
 `, h.pki("kube-scheduler.kubeconfig"))
 	if err := os.WriteFile(h.path("kube-scheduler.yaml"), []byte(scheduler), 0o600); err != nil {
+		return err
+	}
+	egress := fmt.Sprintf(`apiVersion: apiserver.k8s.io/v1beta1
+kind: EgressSelectorConfiguration
+egressSelections:
+- name: cluster
+  connection:
+    proxyProtocol: HTTPConnect
+    transport:
+      tcp:
+        url: https://127.0.0.1:%d
+        tlsConfig:
+          caBundle: %s
+          clientCert: %s
+          clientKey: %s
+`, p.Egress, h.pki("ca.crt"), h.pki("apiserver-kubelet-client.crt"), h.pki("apiserver-kubelet-client.key"))
+	if err := os.WriteFile(h.path("egress.yaml"), []byte(egress), 0o600); err != nil {
 		return err
 	}
 	return os.WriteFile(h.path("kwok.yaml"), sim.Stages, 0o600)

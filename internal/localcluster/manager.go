@@ -2,6 +2,9 @@ package localcluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -53,7 +56,27 @@ func (r *Running) StartRepairer(exe string, delay time.Duration) error {
 }
 
 // StartSimAgents runs `multislice sim-agents`: the in-place restart agent
-// of every simulated pod that has one (kwok runs no container).
+// of every simulated pod that has one (kwok runs no container), and the
+// simulated kubelets' log endpoint behind the API server's egress proxy.
 func (r *Running) StartSimAgents(exe string) error {
-	return r.launch("sim-agents", exe, []string{"sim-agents"})
+	return r.launch("sim-agents", exe, []string{"sim-agents", "--egress-port=" + strconv.Itoa(r.egressPort)}, r.egressPort)
+}
+
+// KubeletTLS is what the simulated kubelets serve with: the cluster's
+// kubelet certificate, and only clients the cluster's CA signed.
+func (h Home) KubeletTLS() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(h.pki("kubelet.crt"), h.pki("kubelet.key"))
+	if err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(h.pki("ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("no certificate in %s", h.pki("ca.crt"))
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert,
+		MinVersion: tls.VersionTLS12}, nil
 }

@@ -80,6 +80,18 @@ func writePKI(dir string) error {
 		Subject:     pkix.Name{CommonName: "kube-apiserver-etcd-client"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
+	// The simulated kubelets' endpoint (and the API server's egress proxy
+	// in front of it), and the API server's client identity towards them.
+	leaves["kubelet"] = &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "multislice-simulated-kubelet"},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leaves["apiserver-kubelet-client"] = &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
 	for _, id := range identities {
 		leaves[id.name] = &x509.Certificate{
 			Subject:     pkix.Name{CommonName: id.commonName, Organization: id.organization},

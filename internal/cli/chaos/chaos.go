@@ -5,9 +5,12 @@ package chaos
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -140,9 +143,10 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 // NewCmdSimAgents is the hidden `multislice sim-agents`, one component of
 // the local cluster: the in-place restart agent of every simulated pod.
 func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
-	return &cobra.Command{
+	var egressPort int
+	cmd := &cobra.Command{
 		Use:    "sim-agents",
-		Short:  "Play the in-place restart agent in simulated pods (run by multislice up)",
+		Short:  "Play the in-place restart agent and the kubelet's log endpoint of simulated pods (run by multislice up)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -151,9 +155,28 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 				return err
 			}
 			cfg.QPS, cfg.Burst = 500, 1000
-			return (&sim.Agents{Config: cfg, Log: f.Out}).Run(cmd.Context())
+			g, ctx := errgroup.WithContext(cmd.Context())
+			g.Go(func() error { return (&sim.Agents{Config: cfg, Log: f.Out}).Run(ctx) })
+			if egressPort != 0 {
+				h, err := f.Home()
+				if err != nil {
+					return err
+				}
+				tlsCfg, err := h.KubeletTLS()
+				if err != nil {
+					return err
+				}
+				l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(egressPort)))
+				if err != nil {
+					return fmt.Errorf("--egress-port: %w", err)
+				}
+				g.Go(func() error { return (&sim.Kubelet{Config: cfg, TLS: tlsCfg}).Serve(ctx, l) })
+			}
+			return g.Wait()
 		},
 	}
+	cmd.Flags().IntVar(&egressPort, "egress-port", 0, "serve the API server's egress proxy and the simulated kubelets' logs on this 127.0.0.1 port (0: not at all)")
+	return cmd
 }
 
 // componentConfig is the local cluster's admin config for a component

@@ -10,6 +10,7 @@ import (
 	"github.com/multislice/multislice/internal/cli/agent"
 	"github.com/multislice/multislice/internal/cli/chaos"
 	"github.com/multislice/multislice/internal/cli/down"
+	"github.com/multislice/multislice/internal/cli/logs"
 	"github.com/multislice/multislice/internal/cli/manager"
 	"github.com/multislice/multislice/internal/cli/nodepool"
 	"github.com/multislice/multislice/internal/cli/status"
@@ -37,7 +38,7 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.Err)
 	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), agent.NewCmdAgent(f))
+		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), agent.NewCmdAgent(f), logs.NewCmdLogs(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }
