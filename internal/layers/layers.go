@@ -14,9 +14,9 @@ var Layers = []struct {
 	{"api", []string{"api/", "config/"}},
 	{"facts", []string{"internal/gke", "internal/tpu", "internal/naming", "internal/features", "internal/metrics",
 		"internal/pki", "internal/outage", "internal/versions", "internal/layers"}},
-	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/webhook/", "internal/controller/",
+	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/workload"}},
-	{"manager", []string{"internal/manager", "internal/agent"}},
+	{"manager", []string{"internal/manager", "internal/agent", "internal/dashboard"}},
 	{"simulator", []string{"internal/sim", "internal/fleet", "internal/cloud", "internal/localcluster", "internal/install", "internal/release"}},
 	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/"}},
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -32,6 +33,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/dashboard"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/outage"
@@ -49,6 +51,9 @@ type Options struct {
 	MetricsSecure bool
 	PprofAddr     string
 	ProbeAddr     string
+	// DashboardAddr serves the dashboard's page ("" or "0": off). Every
+	// replica serves it, leader or not; it has no authentication of its own.
+	DashboardAddr string
 	LeaderElect   bool
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election:
 	// a killed leader is replaced within LeaseDuration plus about two
@@ -203,6 +208,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.AddReadyzCheck("webhook", ready); err != nil {
 		return err
 	}
+	if o.DashboardAddr != "" && o.DashboardAddr != "0" {
+		if err := mgr.Add(dashboardRunnable{cfg: cfg, addr: o.DashboardAddr}); err != nil {
+			return err
+		}
+	}
 	return mgr.Start(ctx)
 }
 
@@ -342,4 +352,25 @@ func (c *certRenewer) Start(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// dashboardRunnable serves the dashboard on every replica.
+type dashboardRunnable struct {
+	cfg  *rest.Config
+	addr string
+}
+
+func (d dashboardRunnable) NeedLeaderElection() bool { return false }
+
+func (d dashboardRunnable) Start(ctx context.Context) error {
+	l, err := net.Listen("tcp", d.addr)
+	if err != nil {
+		return fmt.Errorf("--dashboard-bind-address: %w", err)
+	}
+	s := &dashboard.Server{Config: d.cfg, Log: os.Stderr}
+	if err := s.Start(ctx); err != nil {
+		l.Close()
+		return err
+	}
+	return s.Serve(ctx, l)
 }

@@ -44,7 +44,7 @@ func TestSelects(t *testing.T) {
 		{Options{Slice: 1, Worker: 0}, pod("1", "0", "0"), 0, true},
 		{Options{Slice: 1, Worker: 0}, pod("1", "1", "0"), 0, false},
 		{Options{Slice: 1, Worker: 0}, pod("2", "0", "0"), 0, false},
-		{Options{Slice: 1, Worker: -1}, pod("1", "1", "1"), 0, false},            // an other attempt
+		{Options{Slice: 1, Worker: -1}, pod("1", "1", "1"), 0, false},              // an other attempt
 		{Options{Slice: 1, Worker: -1, Follow: true}, pod("1", "1", "3"), 1, true}, // following: later attempts too
 		{Options{Slice: 1, Worker: -1, Follow: true}, pod("1", "1", "0"), 1, false},
 	} {

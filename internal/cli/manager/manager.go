@@ -59,6 +59,7 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 	fl.StringVar(&o.Namespace, "namespace", install.Namespace, "namespace of the webhook Service, certificate Secret and leader-election Lease")
 	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus /metrics endpoint (0 disables it)")
 	fl.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token may get /metrics (TokenReview + SubjectAccessReview); false: plain HTTP, for a loopback address")
+	fl.StringVar(&o.DashboardAddr, "dashboard-bind-address", "0", "address of the dashboard page (0 disables it); it has no authentication: bind it to loopback or put it behind an authenticating proxy")
 	fl.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiler endpoints /debug/pprof (empty: off)")
 	fl.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles")

@@ -1,12 +1,14 @@
 package jobset
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -92,7 +94,7 @@ func Decide(o Observed) (p Plan) {
 	p.Delete = append(p.Delete, notDeleting(c.surplus)...)
 
 	if !ptr.Deref(js.Spec.Suspend, false) && allReadyOrSucceeded(js, status.ReplicatedJobsStatus) {
-		e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobsReadyReason, api.JobsReadyMessage, "")
+		recovered(e, js.Status.Restarts)
 	}
 	inPlaceOn := o.Gates.InPlaceRestart && inPlace(js)
 	if len(c.failed) > 0 && !inPlaceOn {
@@ -271,4 +273,20 @@ func union[T comparable](have, add []T) []T {
 		}
 	}
 	return out
+}
+
+// recovered settles RestartingJobSet once every Job is ready again, and
+// says so in an Event with the time the restart took: the restart's end
+// in the JobSet's timeline (the condition keeps upstream's message).
+func recovered(e *statusEditor, attempt int32) {
+	was := meta.FindStatusCondition(e.status.Conditions, string(api.JobSetRestartingJobSet))
+	restarting := was != nil && was.Status == metav1.ConditionTrue
+	var since time.Time
+	if restarting {
+		since = was.LastTransitionTime.Time
+	}
+	if e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobsReadyReason, api.JobsReadyMessage, "") && restarting {
+		e.event(corev1.EventTypeNormal, api.JobsReadyReason, fmt.Sprintf("attempt %d: every job is ready again, %s after the restart began",
+			attempt, e.now.Sub(since).Round(10*time.Millisecond)))
+	}
 }

@@ -1,0 +1,63 @@
+// Package dashboard implements `multislice dashboard`: the live page of the
+// fleet and the JobSets, served on the loopback.
+package dashboard
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/dashboard"
+)
+
+// Options is what `multislice dashboard` was asked.
+type Options struct {
+	Address string
+	Port    int
+}
+
+// NewCmdDashboard is `multislice dashboard`.
+func NewCmdDashboard(f *cli.Factory) *cobra.Command {
+	o := Options{}
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve a live page of the fleet, the JobSets and their restarts (loopback; prints its URL)",
+		Long: `Serve one live page: the fleet (multislice groups x node pools x hosts, coloured by
+health and by the JobSet that holds them), every JobSet's slices x workers with
+its conditions and restart timeline, and the queue of JobSets waiting for
+capacity. The page follows the cluster through watches and updates itself.
+
+It talks to the cluster $KUBECONFIG names, else to the local cluster. Anyone
+who can reach the address sees the page: it listens on 127.0.0.1 unless told
+otherwise. The manager can serve the same page (--dashboard-bind-address).`,
+		Example: `  multislice dashboard              on a free port of 127.0.0.1
+  multislice dashboard --port 8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Port < 0 || o.Port > 65535 {
+				return fmt.Errorf("--port %d: use 1-65535, or 0 for a free port", o.Port)
+			}
+			cfg, err := f.WorkloadConfig()
+			if err != nil {
+				return err
+			}
+			l, err := net.Listen("tcp", net.JoinHostPort(o.Address, strconv.Itoa(o.Port)))
+			if err != nil {
+				return fmt.Errorf("--address/--port: %w", err)
+			}
+			defer l.Close()
+			s := &dashboard.Server{Config: cfg, Log: f.Err}
+			if err := s.Start(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.Out, "dashboard: http://%s/\n", l.Addr())
+			return s.Serve(cmd.Context(), l)
+		},
+	}
+	cmd.Flags().StringVar(&o.Address, "address", "127.0.0.1", "address to listen on")
+	cmd.Flags().IntVar(&o.Port, "port", 0, "port to listen on (0: a free one)")
+	return cmd
+}

@@ -1,0 +1,122 @@
+// Package dashboard serves `multislice dashboard`: one live page with the
+// fleet (multislice groups x node pools x hosts), every JobSet's slices x
+// workers, the queue of JobSets waiting for capacity and each JobSet's
+// restart timeline. The page is rendered on the server from informer
+// caches and pushed to browsers as Server-Sent Events when something
+// changes: watches, not polling.
+package dashboard
+
+import (
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/view"
+)
+
+// Snapshot is what the page is drawn from.
+type Snapshot struct {
+	Nodes   []corev1.Node
+	JobSets []api.JobSet
+	Jobs    []batchv1.Job
+	Pods    []corev1.Pod
+	Events  []corev1.Event // regarding JobSets
+	Now     time.Time
+}
+
+// Page is everything the dashboard shows; /api/page serves it as JSON.
+type Page struct {
+	Updated   time.Time
+	Summary   Summary
+	Fleet     []view.Group
+	Queue     []Waiting
+	Workloads []Workload
+}
+
+// Summary is the header line.
+type Summary struct {
+	Nodes, ReadyNodes, Pools, SparePools, JobSets, Waiting, Restarting, Failed int
+}
+
+// Waiting is a JobSet in the queue for capacity.
+type Waiting struct {
+	Namespace, Name, Reason string
+	Since                   time.Time
+}
+
+// Workload is one JobSet: its slices x workers, conditions and timeline.
+type Workload struct {
+	view.JobSet
+	Running, Workers int
+	Timeline         []view.Entry
+}
+
+// Build is the pure part of the dashboard.
+func Build(s Snapshot) Page {
+	p := Page{Updated: s.Now, Fleet: view.Fleet(s.Nodes, s.Jobs, s.Pods)}
+	for _, g := range p.Fleet {
+		for _, pool := range g.Pools {
+			p.Summary.Pools++
+			if pool.State == view.HostSpare {
+				p.Summary.SparePools++
+			}
+		}
+	}
+	for i := range s.Nodes {
+		p.Summary.Nodes++
+		if gke.NodeReady(&s.Nodes[i]) {
+			p.Summary.ReadyNodes++
+		}
+	}
+	type key struct{ ns, name string }
+	jobs, pods, events := map[key][]batchv1.Job{}, map[key][]corev1.Pod{}, map[key][]corev1.Event{}
+	for _, j := range s.Jobs {
+		k := key{j.Namespace, j.Labels[api.JobSetNameKey]}
+		jobs[k] = append(jobs[k], j)
+	}
+	for _, pod := range s.Pods {
+		k := key{pod.Namespace, pod.Labels[api.JobSetNameKey]}
+		pods[k] = append(pods[k], pod)
+	}
+	for _, e := range s.Events {
+		k := key{e.InvolvedObject.Namespace, e.InvolvedObject.Name}
+		events[k] = append(events[k], e)
+	}
+	for i := range s.JobSets {
+		js := &s.JobSets[i]
+		k := key{js.Namespace, js.Name}
+		w := Workload{JobSet: view.Summarize(js, jobs[k], pods[k], events[k]), Timeline: view.Timeline(events[k])}
+		for _, sl := range w.Slices {
+			for _, wk := range sl.Workers {
+				w.Workers++
+				if wk.Phase == string(corev1.PodRunning) {
+					w.Running++
+				}
+			}
+		}
+		p.Workloads = append(p.Workloads, w)
+		p.Summary.JobSets++
+		switch w.State {
+		case "Waiting":
+			p.Summary.Waiting++
+			c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetTopologyAssigned))
+			p.Queue = append(p.Queue, Waiting{Namespace: js.Namespace, Name: js.Name, Reason: c.Message, Since: c.LastTransitionTime.Time})
+		case "Restarting":
+			p.Summary.Restarting++
+		case api.TerminalStateFailed:
+			p.Summary.Failed++
+		}
+	}
+	// The queue in arrival order; workloads by namespace and name.
+	sort.Slice(p.Queue, func(a, b int) bool { return p.Queue[a].Since.Before(p.Queue[b].Since) })
+	sort.Slice(p.Workloads, func(a, b int) bool {
+		x, y := p.Workloads[a], p.Workloads[b]
+		return x.Namespace < y.Namespace || (x.Namespace == y.Namespace && x.Name < y.Name)
+	})
+	return p
+}

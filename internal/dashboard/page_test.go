@@ -1,0 +1,63 @@
+package dashboard
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+func TestBuildAndRender(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	running := api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train"}}
+	waiting := func(name string, since int) api.JobSet {
+		return api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Status: api.JobSetStatus{Conditions: []metav1.Condition{{
+			Type: string(api.JobSetTopologyAssigned), Status: metav1.ConditionFalse, Reason: "InsufficientCapacity",
+			Message: "needs 4 free node pools", LastTransitionTime: metav1.NewTime(now.Add(time.Duration(since) * time.Second))}}}}
+	}
+	labels := map[string]string{api.JobSetNameKey: "train", "job-name": "train-slice-0", api.JobIndexKey: "0"}
+	pod := func(name, idx string, phase corev1.PodPhase) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels,
+			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: idx}},
+			Spec: corev1.PodSpec{NodeName: "n-" + idx}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	page := Build(Snapshot{
+		JobSets: []api.JobSet{waiting("late", 20), running, waiting("early", 10)},
+		Jobs:    []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-slice-0", Labels: labels}}},
+		Pods:    []corev1.Pod{pod("p0", "0", corev1.PodRunning), pod("p1", "1", corev1.PodPending)},
+		Events: []corev1.Event{{InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: "train"}, Type: "Warning",
+			Reason: "SliceUnhealthy", Message: "host lost", EventTime: metav1.NewMicroTime(now)}},
+		Now: now,
+	})
+	if len(page.Queue) != 2 || page.Queue[0].Name != "early" || page.Queue[1].Name != "late" || page.Summary.Waiting != 2 {
+		t.Errorf("queue = %+v, want early then late", page.Queue)
+	}
+	var train Workload
+	for _, w := range page.Workloads {
+		if w.Name == "train" {
+			train = w
+		}
+	}
+	if train.Running != 1 || train.Workers != 2 || len(train.Timeline) != 1 || train.Timeline[0].Kind != "fault" {
+		t.Errorf("train = %d/%d running, timeline %+v", train.Running, train.Workers, train.Timeline)
+	}
+	var buf bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&buf, "content", page); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`data-jobset="ns/train"`, `data-phase="Running"`, `data-waiting="ns/early"`, `data-kind="fault"`, "host lost"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("rendered page lacks %s", want)
+		}
+	}
+	buf.Reset()
+	if err := tmpl.ExecuteTemplate(&buf, "content", Build(Snapshot{Now: now})); err != nil || !strings.Contains(buf.String(), "no JobSet") {
+		t.Errorf("empty page: %v\n%s", err, buf.String())
+	}
+}

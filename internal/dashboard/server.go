@@ -1,0 +1,281 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/view"
+)
+
+//go:embed assets
+var assets embed.FS
+
+var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
+	"hostStates": func() []string {
+		return []string{view.HostHeld, view.HostSpare, view.HostNotReady, view.HostMaintenance, view.HostRepairing, view.HostMissing, view.HostReady}
+	},
+	"clock":   func(t time.Time) string { return t.Local().Format("15:04:05") },
+	"seconds": func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) },
+	"deref":   func(p *int32) int32 { return *p },
+	"recent":  func(e []view.Entry) []view.Entry { return e[max(0, len(e)-20):] },
+}).ParseFS(assets, "assets/page.html"))
+
+var (
+	style, _  = assets.ReadFile("assets/style.css")
+	script, _ = assets.ReadFile("assets/app.js")
+)
+
+func init() {
+	// CSS and the script are ours, embedded: no network at run time.
+	template.Must(tmpl.New("style").Parse(string(style)))
+	template.Must(tmpl.New("script").Parse(string(script)))
+}
+
+// Server keeps the page current from watches and serves it.
+type Server struct {
+	Config *rest.Config
+	// Coalesce gathers the changes of a burst into one update (default
+	// 200 ms): a restart of 1,000 pods is a few updates, not thousands.
+	Coalesce time.Duration
+	Log      io.Writer
+
+	cache   cache.Cache
+	changed chan struct{}
+
+	mu      sync.Mutex
+	page    Page
+	content []byte // the rendered "content" template
+	version uint64
+	waiters chan struct{} // closed and replaced on every new version
+}
+
+// Start builds the caches (nodes, JobSets and their Jobs, pods and
+// Events) and keeps the page current until ctx ends. It returns once the
+// first page is rendered.
+func (s *Server) Start(ctx context.Context) error {
+	if s.Coalesce == 0 {
+		s.Coalesce = 200 * time.Millisecond
+	}
+	if s.Log == nil {
+		s.Log = io.Discard
+	}
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	_ = batchv1.AddToScheme(scheme)
+	_ = api.AddToScheme(scheme)
+	ofJobSets, _ := labels.NewRequirement(api.JobSetNameKey, selection.Exists, nil)
+	onlyJobSets := labels.NewSelector().Add(*ofJobSets)
+	var err error
+	s.cache, err = cache.New(s.Config, cache.Options{Scheme: scheme,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:   {Label: onlyJobSets, Transform: slimPod},
+			&batchv1.Job{}:  {Label: onlyJobSets},
+			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "JobSet")},
+		}})
+	if err != nil {
+		return err
+	}
+	s.changed = make(chan struct{}, 1)
+	s.waiters = make(chan struct{})
+	poke := func(any) {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+	for _, obj := range []client.Object{&corev1.Node{}, &api.JobSet{}, &batchv1.Job{}, &corev1.Pod{}, &corev1.Event{}} {
+		inf, err := s.cache.GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke}); err != nil {
+			return err
+		}
+	}
+	go func() { _ = s.cache.Start(ctx) }()
+	if !s.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("dashboard: caches did not sync: %w", ctx.Err())
+	}
+	if err := s.refresh(ctx); err != nil {
+		return err
+	}
+	go s.loop(ctx)
+	return nil
+}
+
+// loop re-renders after each burst of changes, and every 30 s for ages.
+func (s *Server) loop(ctx context.Context) {
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.changed:
+		case <-tick.C:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.Coalesce):
+		}
+		select { // the changes of the burst are in this update too
+		case <-s.changed:
+		default:
+		}
+		if err := s.refresh(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(s.Log, "dashboard: %v\n", err)
+		}
+	}
+}
+
+// refresh renders the page from the caches and wakes the browsers if it
+// changed.
+func (s *Server) refresh(ctx context.Context) error {
+	var snap Snapshot
+	var nodes corev1.NodeList
+	var jobsets api.JobSetList
+	var jobs batchv1.JobList
+	var pods corev1.PodList
+	var events corev1.EventList
+	for _, l := range []client.ObjectList{&nodes, &jobsets, &jobs, &pods, &events} {
+		// The caches' own objects, only read.
+		if err := s.cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
+	}
+	snap = Snapshot{Nodes: nodes.Items, JobSets: jobsets.Items, Jobs: jobs.Items, Pods: pods.Items, Events: events.Items, Now: time.Now()}
+	page := Build(snap)
+	var buf bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&buf, "content", page); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.page = page
+	if bytes.Equal(buf.Bytes(), s.content) {
+		return nil
+	}
+	s.content = buf.Bytes()
+	s.version++
+	close(s.waiters)
+	s.waiters = make(chan struct{})
+	return nil
+}
+
+// current is the latest rendering, its version, and a channel closed when
+// a newer one exists.
+func (s *Server) current() ([]byte, uint64, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.content, s.version, s.waiters
+}
+
+// Handler serves / (the page), /events (its updates as Server-Sent
+// Events), /api/page (the page as JSON) and /healthz.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		content, _, _ := s.current()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'")
+		_ = tmpl.ExecuteTemplate(w, "page", template.HTML(content))
+	})
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /api/page", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		page := s.page
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(page)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	return mux
+}
+
+// events streams each new rendering to one browser.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	var sent uint64
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	for {
+		content, version, newer := s.current()
+		if version != sent {
+			var b strings.Builder
+			b.WriteString("event: page\n")
+			for _, line := range strings.Split(string(content), "\n") {
+				b.WriteString("data: " + line + "\n")
+			}
+			b.WriteString("\n")
+			if _, err := io.WriteString(w, b.String()); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			sent = version
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-newer:
+		case <-ping.C:
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// Serve serves the dashboard on l until ctx ends.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	if err := srv.Serve(l); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// slimPod keeps what the page shows of a pod.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: p.Labels, Annotations: p.Annotations, DeletionTimestamp: p.DeletionTimestamp},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}, nil
+}

@@ -1,0 +1,99 @@
+// Package view is what a person sees of the cluster, as pure functions of
+// API objects: a JobSet's slices x workers, the fleet's groups x pools x
+// hosts, and a JobSet's restarts as a timeline. `multislice status` prints
+// these views; the dashboard draws them.
+package view
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/workload"
+)
+
+// JobSet is a JobSet at a glance: slices x workers; `status -o json`
+// prints it and the dashboard draws it.
+type JobSet struct {
+	Name, Namespace, State string
+	Restarts, MaxRestarts  int32
+	// InPlaceAttempt is the current in-place restart attempt (KEP-467), if any.
+	InPlaceAttempt *int32 `json:",omitempty"`
+	Slices         []Slice
+	Conditions     []metav1.Condition
+	Events         []string
+}
+
+// Slice is one child Job: its domain and its workers.
+type Slice struct {
+	Job, ReplicatedJob, Domain string
+	Index, Attempt             int
+	Workers                    []Worker
+}
+
+// Worker is one pod of a slice.
+type Worker struct {
+	Index            int
+	Pod, Node, Phase string
+	Attempt          int
+	// InPlaceAttempt is the attempt the pod's in-place restart agent reported.
+	InPlaceAttempt string `json:",omitempty"`
+}
+
+// Summarize builds the view of one JobSet from its Jobs, pods and events.
+func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []corev1.Event) JobSet {
+	v := JobSet{Name: js.Name, Namespace: js.Namespace, State: workload.State(js), Restarts: js.Status.Restarts, Conditions: js.Status.Conditions,
+		InPlaceAttempt: js.Status.CurrentInPlaceRestartAttempt}
+	if js.Spec.FailurePolicy != nil {
+		v.MaxRestarts = js.Spec.FailurePolicy.MaxRestarts
+	}
+	byJob := map[string][]Worker{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		idx, _ := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+		attempt, _ := strconv.Atoi(p.Labels[api.RestartsKey])
+		byJob[p.Labels["job-name"]] = append(byJob[p.Labels["job-name"]], Worker{
+			Index: idx, Pod: p.Name, Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Attempt: attempt,
+			InPlaceAttempt: p.Annotations[api.InPlaceRestartAttemptKey],
+		})
+	}
+	for _, j := range jobs {
+		if j.DeletionTimestamp != nil {
+			continue
+		}
+		idx, _ := strconv.Atoi(j.Labels[api.JobIndexKey])
+		attempt, _ := strconv.Atoi(j.Labels[api.RestartsKey])
+		w := byJob[j.Name]
+		sort.Slice(w, func(a, b int) bool { return w[a].Index < w[b].Index })
+		v.Slices = append(v.Slices, Slice{Job: j.Name, ReplicatedJob: j.Labels[api.ReplicatedJobNameKey],
+			Domain: j.Annotations[api.AssignedDomainAnnotation], Index: idx, Attempt: attempt, Workers: w})
+	}
+	sort.Slice(v.Slices, func(a, b int) bool {
+		if v.Slices[a].ReplicatedJob != v.Slices[b].ReplicatedJob {
+			return v.Slices[a].ReplicatedJob < v.Slices[b].ReplicatedJob
+		}
+		return v.Slices[a].Index < v.Slices[b].Index
+	})
+	sort.Slice(events, func(a, b int) bool { return eventTime(events[a]).Before(eventTime(events[b])) })
+	for _, e := range events[max(0, len(events)-8):] {
+		v.Events = append(v.Events, fmt.Sprintf("%s %s %s: %s", eventTime(e).Format("15:04:05"), e.Type, e.Reason, e.Message))
+	}
+	return v
+}
+
+func eventTime(e corev1.Event) time.Time {
+	for _, t := range []time.Time{e.EventTime.Time, e.LastTimestamp.Time, e.CreationTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}

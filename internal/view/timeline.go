@@ -1,0 +1,79 @@
+package view
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// Kinds of timeline entries.
+const (
+	EntryFault     = "fault"     // something broke: a slice unhealthy, a Job failed
+	EntryRestart   = "restart"   // the controller began a restart
+	EntryRecovered = "recovered" // every Job ready again
+	EntryPlaced    = "placed"    // slices got their topology domains
+	EntryWaiting   = "waiting"   // waiting for capacity
+	EntryWarning   = "warning"
+	EntryInfo      = "info"
+)
+
+// Entry is one step of a JobSet's history.
+type Entry struct {
+	Time    time.Time
+	Kind    string
+	Reason  string
+	Message string
+	// Since is the time from the fault (or restart) that began this
+	// episode; zero outside an episode.
+	Since time.Duration
+}
+
+// kindOf sorts the JobSet's events by reason.
+var kindOf = map[string]string{
+	"SliceUnhealthy":                                  EntryFault, // slice health (slicehealth.Reason)
+	api.FailedJobsReason:                              EntryFault,
+	api.FailJobSetActionReason:                        EntryFault,
+	api.ReachedMaxRestartsReason:                      EntryFault,
+	api.RestartJobSetActionReason:                     EntryRestart,
+	api.RestartJobSetAndIgnoreMaxRestartsActionReason: EntryRestart,
+	api.RestartJobActionReason:                        EntryRestart,
+	api.RestartJobAndIgnoreMaxRestartsActionReason:    EntryRestart,
+	api.JobsReadyReason:                               EntryRecovered,
+	"DomainsAssigned":                                 EntryPlaced,
+	"InsufficientCapacity":                            EntryWaiting,
+}
+
+// Timeline is a JobSet's restarts and placements, oldest first, from its
+// Events (the controller's, slice health's): an episode runs from a fault
+// or restart to the recovery that follows it.
+func Timeline(events []corev1.Event) []Entry {
+	sorted := append([]corev1.Event(nil), events...)
+	sort.SliceStable(sorted, func(a, b int) bool { return eventTime(sorted[a]).Before(eventTime(sorted[b])) })
+	var out []Entry
+	var began time.Time
+	for _, e := range sorted {
+		kind, ok := kindOf[e.Reason]
+		if !ok {
+			kind = EntryInfo
+			if e.Type == corev1.EventTypeWarning {
+				kind = EntryWarning
+			}
+		}
+		t := eventTime(e)
+		if (kind == EntryFault || kind == EntryRestart) && began.IsZero() {
+			began = t
+		}
+		entry := Entry{Time: t, Kind: kind, Reason: e.Reason, Message: e.Message}
+		if !began.IsZero() {
+			entry.Since = t.Sub(began)
+		}
+		if kind == EntryRecovered {
+			began = time.Time{}
+		}
+		out = append(out, entry)
+	}
+	return out
+}
