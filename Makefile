@@ -16,7 +16,7 @@ REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 CREATED  := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE    ?= ghcr.io/multislice/multislice:$(VERSION)
 
-.PHONY: all build binaries demo test test-unit test-e2e fmt vet clean generate verify-generated image release
+.PHONY: all build binaries browser demo test test-unit test-e2e fmt vet clean generate verify-generated image release
 
 all: build
 
@@ -55,8 +55,12 @@ release:
 demo: binaries build
 	@./hack/demo.sh
 
+## browser: Debian's Chromium at the pinned version, for the dashboard's browser test
+browser:
+	@./hack/install-chromium.sh
+
 ## test: every test (unit, then end-to-end on a real local cluster)
-test: binaries build vet verify-generated test-unit test-e2e
+test: binaries build browser vet verify-generated test-unit test-e2e
 
 test-unit:
 	go test $(GOTEST_FLAGS) $$(go list ./... | grep -v /test/)

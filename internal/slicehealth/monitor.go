@@ -80,6 +80,14 @@ func (m *Monitor) check(ctx context.Context) error {
 			continue
 		}
 		msg := fmt.Sprintf("slice %s on %s=%s is unhealthy: %s", j.Name, key, domain, cause)
+		// The event first: it is stamped with the time the fault was seen,
+		// before the restart it causes (a JobSet's timeline reads in order).
+		if m.Recorder != nil {
+			js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: j.Labels[api.JobSetNameKey], Namespace: j.Namespace,
+				UID: types.UID(j.Labels[api.JobSetUIDKey])}}
+			js.SetGroupVersionKind(api.GroupVersion.WithKind("JobSet"))
+			m.Recorder.Eventf(js, j, corev1.EventTypeWarning, Reason, "FailSlice", "%s", msg)
+		}
 		if err := m.fail(ctx, j, msg, now); err != nil {
 			return fmt.Errorf("fail job %s: %w", j.Name, err)
 		}
@@ -87,12 +95,6 @@ func (m *Monitor) check(ctx context.Context) error {
 			return fmt.Errorf("release pods of job %s: %w", j.Name, err)
 		}
 		metrics.ObserveSliceFailure(j.Namespace, cause)
-		if m.Recorder != nil {
-			js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: j.Labels[api.JobSetNameKey], Namespace: j.Namespace,
-				UID: types.UID(j.Labels[api.JobSetUIDKey])}}
-			js.SetGroupVersionKind(api.GroupVersion.WithKind("JobSet"))
-			m.Recorder.Eventf(js, j, corev1.EventTypeWarning, Reason, "FailSlice", "%s", msg)
-		}
 	}
 	return nil
 }
