@@ -36,10 +36,12 @@ import (
 	"github.com/multislice/multislice/internal/dashboard"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/metrics"
 	"github.com/multislice/multislice/internal/outage"
 	"github.com/multislice/multislice/internal/slicehealth"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
 	tpuwebhook "github.com/multislice/multislice/internal/webhook/tpu"
+	"github.com/multislice/multislice/internal/workload"
 )
 
 // Options configure the manager; `multislice manager` maps flags onto them.
@@ -208,6 +210,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.AddReadyzCheck("webhook", ready); err != nil {
 		return err
 	}
+	metrics.ReportJobSets(func(ctx context.Context) ([]api.JobSet, error) {
+		var l api.JobSetList
+		err := mgr.GetCache().List(ctx, &l, client.UnsafeDisableDeepCopy)
+		return l.Items, err
+	}, workload.State)
 	if o.DashboardAddr != "" && o.DashboardAddr != "0" {
 		if err := mgr.Add(dashboardRunnable{cfg: cfg, addr: o.DashboardAddr}); err != nil {
 			return err

@@ -4,7 +4,9 @@
 package metrics
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,7 +45,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(completed, failed, restarts, sliceFailures, recovery, placementWait)
+	metrics.Registry.MustRegister(completed, failed, restarts, sliceFailures, recovery, placementWait, jobSetCollector{})
 }
 
 // ObserveSliceFailure counts one slice failed by the health monitor.
@@ -90,4 +92,72 @@ func condition(st *api.JobSetStatus, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// jobSetCollector reports every JobSet's state as gauges, computed at
+// scrape time from the manager's cache: nothing to keep in step, and a
+// standby replica reports the same values as the leader.
+type jobSetCollector struct{}
+
+type jobSetSource struct {
+	list  func(context.Context) ([]api.JobSet, error)
+	state func(*api.JobSet) string
+}
+
+var source atomic.Pointer[jobSetSource]
+
+// ReportJobSets makes /metrics report the JobSets list returns (the
+// manager's cache), each summed up in one word by state (workload.State).
+// A later call replaces the source (tests run several managers).
+func ReportJobSets(list func(context.Context) ([]api.JobSet, error), state func(*api.JobSet) string) {
+	source.Store(&jobSetSource{list: list, state: state})
+}
+
+var (
+	stateDesc = prometheus.NewDesc("multislice_jobset_state",
+		"1 for the state each JobSet is in: Running, Waiting (for capacity), Restarting, Suspended, Completed or Failed.",
+		[]string{"namespace", "jobset_name", "state"}, nil)
+	restartsDesc = prometheus.NewDesc("multislice_jobset_restarts",
+		"The JobSet's restarts so far (status.restarts).", []string{"namespace", "jobset_name"}, nil)
+	maxRestartsDesc = prometheus.NewDesc("multislice_jobset_max_restarts",
+		"The JobSet's failurePolicy.maxRestarts (0 when it has no failure policy).", []string{"namespace", "jobset_name"}, nil)
+	waitingDesc = prometheus.NewDesc("multislice_jobset_waiting_since_seconds",
+		"When a JobSet waiting for capacity (TopologyAssigned=False) began to wait, as a Unix time; absent when it is not waiting.",
+		[]string{"namespace", "jobset_name"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (jobSetCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{stateDesc, restartsDesc, maxRestartsDesc, waitingDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (jobSetCollector) Collect(ch chan<- prometheus.Metric) {
+	src := source.Load()
+	if src == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	jobsets, err := src.list(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(stateDesc, err)
+		return
+	}
+	for i := range jobsets {
+		js := &jobsets[i]
+		ns, name := js.Namespace, js.Name
+		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, 1, ns, name, src.state(js))
+		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.GaugeValue, float64(js.Status.Restarts), ns, name)
+		maxRestarts := 0.0
+		if js.Spec.FailurePolicy != nil {
+			maxRestarts = float64(js.Spec.FailurePolicy.MaxRestarts)
+		}
+		ch <- prometheus.MustNewConstMetric(maxRestartsDesc, prometheus.GaugeValue, maxRestarts, ns, name)
+		if w := condition(&js.Status, string(api.JobSetTopologyAssigned)); w != nil && w.Status == metav1.ConditionFalse {
+			ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(w.LastTransitionTime.Unix()), ns, name)
+		}
+	}
 }
