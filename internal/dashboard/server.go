@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/view"
 )
 
@@ -113,7 +114,12 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke}); err != nil {
+			AddFunc: poke, DeleteFunc: poke,
+			UpdateFunc: func(old, o any) {
+				if shown(old) != shown(o) {
+					poke(o)
+				}
+			}}); err != nil {
 			return err
 		}
 	}
@@ -128,10 +134,13 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// loop re-renders after each burst of changes, and every 30 s for ages.
+// loop re-renders on a change at once, then at most once per Coalesce
+// while changes keep coming (a burst is a few updates, not thousands), and
+// every 30 s for the ages on the page.
 func (s *Server) loop(ctx context.Context) {
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -139,15 +148,18 @@ func (s *Server) loop(ctx context.Context) {
 		case <-s.changed:
 		case <-tick.C:
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(s.Coalesce):
+		if wait := s.Coalesce - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
 		}
-		select { // the changes of the burst are in this update too
+		select { // the changes up to now are in this update
 		case <-s.changed:
 		default:
 		}
+		last = time.Now()
 		if err := s.refresh(ctx); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(s.Log, "dashboard: %v\n", err)
 		}
@@ -278,4 +290,19 @@ func slimPod(obj any) (any, error) {
 		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
 		Status: corev1.PodStatus{Phase: p.Status.Phase},
 	}, nil
+}
+
+// shown is what the page shows of a node, so that the heartbeats of 1,000
+// nodes (a new lastHeartbeatTime, nothing else) do not re-render it; other
+// objects count as changed on every update.
+func shown(obj any) any {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj
+	}
+	taints := make([]string, 0, len(n.Spec.Taints))
+	for _, t := range n.Spec.Taints {
+		taints = append(taints, t.Key)
+	}
+	return fmt.Sprint(gke.NodeReady(n), n.Spec.Unschedulable, n.DeletionTimestamp != nil, n.Labels, taints)
 }
