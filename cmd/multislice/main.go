@@ -3,7 +3,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,9 +14,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f := cli.NewFactory()
-	if err := root.NewCmdRoot(f).ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(f.Err, "error:", err)
-		os.Exit(1)
-	}
+	code := root.Main(ctx, cli.NewFactory(), os.Args[1:])
+	stop()
+	os.Exit(code)
 }

@@ -56,3 +56,23 @@ func Print[T any](out io.Writer, format string, items []T, header func(wide bool
 	}
 	return fmt.Errorf("-o %q: use table, wide, json or yaml", format)
 }
+
+// PrintObject writes one object as YAML ("" or "yaml") or indented JSON, as
+// `kubectl get -o` does.
+func PrintObject(out io.Writer, format string, obj any) error {
+	if format != "" && format != "yaml" && format != "json" {
+		return fmt.Errorf("-o %q: use yaml or json", format)
+	}
+	data, err := json.MarshalIndent(obj, "", "  ")
+	if err == nil && format != "json" {
+		data, err = yaml.JSONToYAML(data)
+	}
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		data = append(data, '\n')
+	}
+	_, err = out.Write(data)
+	return err
+}

@@ -47,17 +47,26 @@ func TestBuildAndRender(t *testing.T) {
 	if train.Running != 1 || train.Workers != 2 || len(train.Timeline) != 1 || train.Timeline[0].Kind != "fault" {
 		t.Errorf("train = %d/%d running, timeline %+v", train.Running, train.Workers, train.Timeline)
 	}
-	var buf bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&buf, "content", page); err != nil {
+	var r renderer
+	sections, err := r.render(page)
+	if err != nil {
 		t.Fatal(err)
 	}
+	html := string(assemble(sections))
 	for _, want := range []string{`data-jobset="ns/train"`, `data-phase="Running"`, `data-waiting="ns/early"`, `data-kind="fault"`, "host lost"} {
-		if !strings.Contains(buf.String(), want) {
+		if !strings.Contains(html, want) {
 			t.Errorf("rendered page lacks %s", want)
 		}
 	}
-	buf.Reset()
-	if err := tmpl.ExecuteTemplate(&buf, "content", Build(Snapshot{Now: now})); err != nil || !strings.Contains(buf.String(), "no JobSet") {
-		t.Errorf("empty page: %v\n%s", err, buf.String())
+	// A JobSet that did not change is not rendered again.
+	before := sections[len(sections)-1].html
+	page.Workloads[len(page.Workloads)-1].Running = 99
+	again, _ := r.render(page)
+	if &again[len(again)-2].html[0] != &sections[len(sections)-2].html[0] || bytes.Equal(again[len(again)-1].html, before) {
+		t.Error("want the unchanged JobSet's HTML reused and the changed one rendered anew")
+	}
+	empty, err := (&renderer{}).render(Build(Snapshot{Now: now}))
+	if err != nil || !strings.Contains(string(assemble(empty)), "no JobSet") {
+		t.Errorf("empty page: %v\n%s", err, assemble(empty))
 	}
 }

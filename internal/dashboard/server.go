@@ -66,11 +66,14 @@ type Server struct {
 	cache   cache.Cache
 	changed chan struct{}
 
-	mu      sync.Mutex
-	page    Page
-	content []byte // the rendered "content" template
-	version uint64
-	waiters chan struct{} // closed and replaced on every new version
+	render  renderer // used by refresh only
+
+	mu       sync.Mutex
+	page     Page
+	sections []versioned
+	layout   uint64        // version of the last change of the section list
+	version  uint64        // the latest version of any section
+	waiters  chan struct{} // closed and replaced on every new version
 }
 
 // Start builds the caches (nodes, JobSets and their Jobs, pods and
@@ -166,10 +169,9 @@ func (s *Server) loop(ctx context.Context) {
 	}
 }
 
-// refresh renders the page from the caches and wakes the browsers if it
-// changed.
+// refresh renders the page from the caches and wakes the browsers if
+// any section changed.
 func (s *Server) refresh(ctx context.Context) error {
-	var snap Snapshot
 	var nodes corev1.NodeList
 	var jobsets api.JobSetList
 	var jobs batchv1.JobList
@@ -181,31 +183,63 @@ func (s *Server) refresh(ctx context.Context) error {
 			return err
 		}
 	}
-	snap = Snapshot{Nodes: nodes.Items, JobSets: jobsets.Items, Jobs: jobs.Items, Pods: pods.Items, Events: events.Items, Now: time.Now()}
-	page := Build(snap)
-	var buf bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&buf, "content", page); err != nil {
+	page := Build(Snapshot{Nodes: nodes.Items, JobSets: jobsets.Items, Jobs: jobs.Items, Pods: pods.Items, Events: events.Items, Now: time.Now()})
+	sections, err := s.render.render(page)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.page = page
-	if bytes.Equal(buf.Bytes(), s.content) {
+	old := map[string]versioned{}
+	for _, v := range s.sections {
+		old[v.id] = v
+	}
+	next := make([]versioned, len(sections))
+	layoutChanged := len(sections) != len(s.sections)
+	changed := layoutChanged
+	for i, sec := range sections {
+		v, ok := old[sec.id]
+		if !ok || !bytes.Equal(v.html, sec.html) {
+			v = versioned{section: sec, version: s.version + 1}
+			changed = true
+		}
+		next[i] = v
+		layoutChanged = layoutChanged || s.sections[i].id != sec.id
+	}
+	if !changed && !layoutChanged {
 		return nil
 	}
-	s.content = buf.Bytes()
 	s.version++
+	if layoutChanged {
+		s.layout = s.version
+	}
+	s.sections = next
 	close(s.waiters)
 	s.waiters = make(chan struct{})
 	return nil
 }
 
-// current is the latest rendering, its version, and a channel closed when
-// a newer one exists.
-func (s *Server) current() ([]byte, uint64, <-chan struct{}) {
+// versioned is a section with the version that last changed it.
+type versioned struct {
+	section
+	version uint64
+}
+
+// current is the latest sections, the layout's version, and a channel
+// closed when a newer version exists.
+func (s *Server) current() ([]versioned, uint64, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.content, s.version, s.waiters
+	return s.sections, s.layout, s.waiters
+}
+
+func content(sections []versioned) []byte {
+	plain := make([]section, len(sections))
+	for i, v := range sections {
+		plain[i] = v.section
+	}
+	return assemble(plain)
 }
 
 // Handler serves / (the page), /events (its updates as Server-Sent
@@ -213,10 +247,10 @@ func (s *Server) current() ([]byte, uint64, <-chan struct{}) {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		content, _, _ := s.current()
+		sections, _, _ := s.current()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'")
-		_ = tmpl.ExecuteTemplate(w, "page", template.HTML(content))
+		_ = tmpl.ExecuteTemplate(w, "page", template.HTML(content(sections)))
 	})
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /api/page", func(w http.ResponseWriter, r *http.Request) {
@@ -230,30 +264,40 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// events streams each new rendering to one browser.
+// events streams the page to one browser: all of it first and whenever
+// the sections come and go (a JobSet created or deleted), else only the
+// sections that changed since it last got them.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	var sent uint64
+	var layout uint64
+	sent := map[string]uint64{}
+	fresh := true
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	for {
-		content, version, newer := s.current()
-		if version != sent {
-			var b strings.Builder
-			b.WriteString("event: page\n")
-			for _, line := range strings.Split(string(content), "\n") {
-				b.WriteString("data: " + line + "\n")
+		sections, current, newer := s.current()
+		var b strings.Builder
+		if fresh || current != layout {
+			writeEvent(&b, "page", content(sections))
+			fresh, layout = false, current
+			clear(sent)
+			for _, v := range sections {
+				sent[v.id] = v.version
 			}
-			b.WriteString("\n")
-			if _, err := io.WriteString(w, b.String()); err != nil {
+		} else {
+			for _, v := range sections {
+				if v.version != sent[v.id] {
+					writeEvent(&b, "section", append([]byte(v.id+"\n"), v.html...))
+					sent[v.id] = v.version
+				}
+			}
+		}
+		if b.Len() > 0 {
+			if _, err := io.WriteString(w, b.String()); err != nil || rc.Flush() != nil {
 				return
 			}
-			if err := rc.Flush(); err != nil {
-				return
-			}
-			sent = version
 		}
 		select {
 		case <-r.Context().Done():
@@ -265,6 +309,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// writeEvent writes one Server-Sent Event, a data line per line of data.
+func writeEvent(b *strings.Builder, name string, data []byte) {
+	b.WriteString("event: " + name + "\n")
+	for _, line := range strings.Split(string(data), "\n") {
+		b.WriteString("data: " + line + "\n")
+	}
+	b.WriteString("\n")
 }
 
 // Serve serves the dashboard on l until ctx ends.

@@ -64,6 +64,12 @@ func TestInPlaceRestart(t *testing.T) {
 	if out := c.MustRun("status", name); !strings.Contains(out, "in-place attempt 1") || !strings.Contains(out, "0/1") {
 		t.Errorf("status %s does not show the in-place attempt:\n%s", name, out)
 	}
+	// The same pods, new container instances: the logs say so, and -p
+	// reads the instance before the restart.
+	out := c.MustRun("logs", name, "--slice", "2", "--worker", "0")
+	checkWorkerLines(t, out, "[slice-2/worker-0 attempt-0/1] ", "(restart 1)", "in-place restart attempt 1")
+	out = c.MustRun("logs", name, "--slice", "2", "--worker", "0", "-p")
+	checkWorkerLines(t, out, "[slice-2/worker-0 attempt-0/1] ", "(restart 0)", "exited with code")
 
 	// A host of slice 1 is lost: that slice alone is recreated, on another
 	// pool; the other six pods restart in place.

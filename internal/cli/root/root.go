@@ -2,6 +2,7 @@
 package root
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -42,6 +43,18 @@ A local cluster with a simulated TPU fleet:
 		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), agent.NewCmdAgent(f), logs.NewCmdLogs(f), dashboard.NewCmdDashboard(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd
+}
+
+// Main runs the command line args and returns the process's exit code: 0,
+// or 1 after printing the error to stderr.
+func Main(ctx context.Context, f *cli.Factory, args []string) int {
+	cmd := NewCmdRoot(f)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(f.Err, "error:", err)
+		return 1
+	}
+	return 0
 }
 
 // refuseUnknownSubcommands makes every command that only groups others

@@ -55,8 +55,7 @@ func Run(ctx context.Context, f *cli.Factory) error {
 		return err
 	}
 	if comps == nil {
-		fmt.Fprintf(f.Out, "no cluster in %s: start one with `multislice up`\n", home)
-		return nil
+		return fmt.Errorf("no cluster in %s: start one with `multislice up`", home)
 	}
 	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "COMPONENT\tSTATE\tPID\tPORTS\tMEMORY\tLOG")

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
@@ -94,18 +93,7 @@ func runCreate(ctx context.Context, f *cli.Factory, o *createOptions) error {
 		return err
 	}
 	if o.dryRun {
-		if o.output != "" && o.output != "yaml" && o.output != "json" {
-			return fmt.Errorf("-o %q: use yaml or json", o.output)
-		}
-		data, err := yaml.Marshal(js)
-		if o.output == "json" {
-			data, err = yaml.YAMLToJSON(data)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = f.Out.Write(data)
-		return err
+		return cli.PrintObject(f.Out, o.output, js)
 	}
 	c, err := newClient(f)
 	if err != nil {
