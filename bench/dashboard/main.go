@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,12 +164,41 @@ func run(bin string, slices, changes int) error {
 	return nil
 }
 
-// page is the stream of renderings the dashboard pushes.
+// page is the page as a browser holds it: the whole content, then each
+// pushed section in place of its old rendering.
 type page struct {
-	mu      sync.Mutex
-	content string
-	updates int
-	changed chan struct{}
+	mu       sync.Mutex
+	order    []string          // section ids, in page order
+	sections map[string]string // id -> HTML
+	updates  int
+	changed  chan struct{}
+}
+
+// sectionStart finds where each section of a whole page begins.
+var sectionStart = regexp.MustCompile(`<section id="(summary|fleet|queue)"|<article id="([^"]+)"`)
+
+func (p *page) apply(event, data string) {
+	if event == "page" {
+		p.order, p.sections = nil, map[string]string{}
+		idx := sectionStart.FindAllStringSubmatchIndex(data, -1)
+		for i, m := range idx {
+			end := len(data)
+			if i+1 < len(idx) {
+				end = idx[i+1][0]
+			}
+			var id string
+			if m[2] >= 0 {
+				id = data[m[2]:m[3]] // summary, fleet or queue
+			} else {
+				id = data[m[4]:m[5]] // jobset/<namespace>/<name>
+			}
+			p.order = append(p.order, id)
+			p.sections[id] = data[m[0]:end]
+		}
+		return
+	}
+	id, html, _ := strings.Cut(data, "\n")
+	p.sections[id] = html
 }
 
 func subscribe(url string) (*page, error) {
@@ -176,21 +206,25 @@ func subscribe(url string) (*page, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &page{changed: make(chan struct{})}
+	p := &page{changed: make(chan struct{}), sections: map[string]string{}}
 	first := make(chan struct{})
 	go func() {
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		var event string
 		var data []string
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = line[len("event: "):]
 			case strings.HasPrefix(line, "data: "):
 				data = append(data, line[len("data: "):])
 			case line == "" && data != nil:
 				p.mu.Lock()
-				p.content, p.updates = strings.Join(data, "\n"), p.updates+1
+				p.apply(event, strings.Join(data, "\n"))
+				p.updates++
 				close(p.changed)
 				p.changed = make(chan struct{})
 				if p.updates == 1 {
@@ -209,7 +243,20 @@ func subscribe(url string) (*page, error) {
 	}
 }
 
-func (p *page) latest() string { p.mu.Lock(); defer p.mu.Unlock(); return p.content }
+func (p *page) latest() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.content()
+}
+
+// content is the page as the browser shows it (the caller holds mu).
+func (p *page) content() string {
+	var b strings.Builder
+	for _, id := range p.order {
+		b.WriteString(p.sections[id])
+	}
+	return b.String()
+}
 func (p *page) count() int     { p.mu.Lock(); defer p.mu.Unlock(); return p.updates }
 
 // waitFor returns when the page first satisfied ok.
@@ -217,7 +264,7 @@ func (p *page) waitFor(timeout time.Duration, ok func(string) bool) (time.Time, 
 	deadline := time.After(timeout)
 	for {
 		p.mu.Lock()
-		content, changed := p.content, p.changed
+		content, changed := p.content(), p.changed
 		p.mu.Unlock()
 		if ok(content) {
 			return time.Now(), nil

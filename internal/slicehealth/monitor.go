@@ -64,7 +64,7 @@ func (m *Monitor) check(ctx context.Context) error {
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		domain, key := j.Annotations[api.AssignedDomainAnnotation], j.Annotations[api.ExclusiveKey]
-		if domain == "" || key == "" || j.DeletionTimestamp != nil || ptr.Deref(j.Spec.Suspend, false) || finished(j) {
+		if domain == "" || key == "" || j.DeletionTimestamp != nil || ptr.Deref(j.Spec.Suspend, false) || api.JobOutcome(j) != "" {
 			continue
 		}
 		if domains[key] == nil {
@@ -168,11 +168,3 @@ func (m *Monitor) releaseStrandedPods(ctx context.Context, j *batchv1.Job, nodes
 	return nil
 }
 
-func finished(j *batchv1.Job) bool {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailureTarget) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}

@@ -51,7 +51,7 @@ type Host struct {
 func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
 	holders := map[string]string{} // pool or node name -> JobSet
 	for _, j := range jobs {
-		if d := j.Annotations[api.AssignedDomainAnnotation]; d != "" && j.DeletionTimestamp == nil && !jobFinished(&j) {
+		if d := j.Annotations[api.AssignedDomainAnnotation]; d != "" && j.DeletionTimestamp == nil && api.JobOutcome(&j) == "" {
 			holders[d] = j.Namespace + "/" + j.Labels[api.JobSetNameKey]
 		}
 	}
@@ -61,6 +61,7 @@ func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
 		}
 	}
 	groups := map[string]map[string]*Pool{}
+	machine := map[*Pool]string{} // the pool's instance type, for its host count
 	for i := range nodes {
 		n := &nodes[i]
 		group := n.Labels[gke.MultisliceGroupLabel]
@@ -75,6 +76,7 @@ func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
 		if pool == nil {
 			pool = &Pool{Name: poolName, Accelerator: n.Labels[gke.AcceleratorLabel], Topology: n.Labels[gke.TopologyLabel], Holder: holders[poolName]}
 			groups[group][poolName] = pool
+			machine[pool] = n.Labels[gke.InstanceTypeLabel]
 		}
 		holder := pool.Holder
 		if h := holders["node/"+n.Name]; h != "" {
@@ -87,7 +89,7 @@ func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
 		g := Group{Name: name}
 		for _, p := range pools {
 			sort.Slice(p.Hosts, func(a, b int) bool { return p.Hosts[a].Name < p.Hosts[b].Name })
-			if want := expectedHosts(nodes, p); want > len(p.Hosts) {
+			if want := expectedHosts(p, machine[p]); want > len(p.Hosts) {
 				for range want - len(p.Hosts) {
 					p.Hosts = append(p.Hosts, Host{Name: "(not there)", State: HostMissing})
 				}
@@ -137,27 +139,13 @@ func worst(hosts []Host) string {
 }
 
 // expectedHosts is the host count of the pool's TPU slice (0 if unknown).
-func expectedHosts(nodes []corev1.Node, p *Pool) int {
+func expectedHosts(p *Pool, machineType string) int {
 	if p.Accelerator == "" || p.Topology == "" {
 		return 0
 	}
-	for i := range nodes {
-		if nodes[i].Labels[gke.NodePoolLabel] == p.Name {
-			s, err := tpu.NewShape(p.Accelerator, p.Topology, nodes[i].Labels[gke.InstanceTypeLabel])
-			if err != nil {
-				return 0
-			}
-			return s.Hosts
-		}
+	s, err := tpu.NewShape(p.Accelerator, p.Topology, machineType)
+	if err != nil {
+		return 0
 	}
-	return 0
-}
-
-func jobFinished(j *batchv1.Job) bool {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return s.Hosts
 }

@@ -37,7 +37,7 @@ func sortChildren(js *api.JobSet, jobs []*batchv1.Job, restartJobGate bool) chil
 			c.surplus = append(c.surplus, j)
 			continue
 		}
-		switch jobFinished(j) {
+		switch api.JobOutcome(j) {
 		case batchv1.JobComplete:
 			c.succeeded = append(c.succeeded, j)
 		case batchv1.JobFailed:
@@ -90,26 +90,6 @@ func jobRestarts(js *api.JobSet, rjob string, idx int) int32 {
 		}
 	}
 	return 0
-}
-
-// jobFinished returns JobComplete or JobFailed once the Job's outcome is
-// decided. Since Kubernetes 1.31 a Job sets FailureTarget (SuccessCriteriaMet)
-// at once and Failed (Complete) only after all its pods have terminated,
-// which can be their whole grace period later; upstream JobSet waits for
-// the latter (issue #928). We act on the former: the outcome is the same.
-func jobFinished(j *batchv1.Job) batchv1.JobConditionType {
-	for _, c := range j.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
-			return batchv1.JobComplete
-		case batchv1.JobFailed, batchv1.JobFailureTarget:
-			return batchv1.JobFailed
-		}
-	}
-	return ""
 }
 
 // jobCondition finds a True condition of type t; for JobFailed it falls

@@ -329,7 +329,7 @@ func (p *Placer) domains(ctx context.Context, key string, js *api.JobSet) (out [
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		d := j.Spec.Template.Spec.NodeSelector[key]
-		if d == "" || jobFinished(j) != "" {
+		if d == "" || api.JobOutcome(j) != "" {
 			continue
 		}
 		if j.Labels[api.JobSetUIDKey] == string(js.UID) {
