@@ -257,7 +257,7 @@ func (p *page) content() string {
 	}
 	return b.String()
 }
-func (p *page) count() int     { p.mu.Lock(); defer p.mu.Unlock(); return p.updates }
+func (p *page) count() int { p.mu.Lock(); defer p.mu.Unlock(); return p.updates }
 
 // waitFor returns when the page first satisfied ok.
 func (p *page) waitFor(timeout time.Duration, ok func(string) bool) (time.Time, error) {

@@ -66,7 +66,7 @@ type Server struct {
 	cache   cache.Cache
 	changed chan struct{}
 
-	render  renderer // used by refresh only
+	render renderer // used by refresh only
 
 	mu       sync.Mutex
 	page     Page

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/multislice/multislice/internal/tpu"
 )
 
 // What a node says about its host's health, as GKE and the kubelet signal
@@ -47,4 +49,15 @@ func HostProblem(n *corev1.Node) string {
 		return fmt.Sprintf("host %s is cordoned for repair", n.Name)
 	}
 	return ""
+}
+
+// SliceHosts is the number of hosts of the TPU slice a node belongs to, as
+// its accelerator and topology labels say; false for a node without them
+// (not a TPU node, or labels the catalogue does not know).
+func SliceHosts(n *corev1.Node) (int, bool) {
+	s, err := tpu.NewShape(n.Labels[AcceleratorLabel], n.Labels[TopologyLabel], "")
+	if err != nil {
+		return 0, false
+	}
+	return s.Hosts, true
 }

@@ -17,7 +17,6 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/metrics"
-	"github.com/multislice/multislice/internal/tpu"
 )
 
 // Reason is the reason of the Failed condition the Monitor writes on a
@@ -115,9 +114,8 @@ func (m *Monitor) nodesBy(ctx context.Context, key string) (map[string][]corev1.
 // Job's parallelism (one pod per host).
 func expectedHosts(nodes []corev1.Node, j *batchv1.Job) int {
 	if len(nodes) > 0 {
-		l := nodes[0].Labels
-		if s, err := tpu.NewShape(l[gke.AcceleratorLabel], l[gke.TopologyLabel], ""); err == nil {
-			return s.Hosts
+		if hosts, ok := gke.SliceHosts(&nodes[0]); ok {
+			return hosts
 		}
 	}
 	return int(ptr.Deref(j.Spec.Parallelism, 1))
@@ -167,4 +165,3 @@ func (m *Monitor) releaseStrandedPods(ctx context.Context, j *batchv1.Job, nodes
 	}
 	return nil
 }
-

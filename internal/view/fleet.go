@@ -8,7 +8,6 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/tpu"
 )
 
 // Host states, worst first: what colours a host in the fleet view.
@@ -61,7 +60,7 @@ func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
 		}
 	}
 	groups := map[string]map[string]*Pool{}
-	machine := map[*Pool]string{} // the pool's instance type, for its host count
+	expected := map[*Pool]int{} // the hosts of the pool's TPU slice, 0 if unknown
 	for i := range nodes {
 		n := &nodes[i]
 		group := n.Labels[gke.MultisliceGroupLabel]
@@ -76,7 +75,7 @@ func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
 		if pool == nil {
 			pool = &Pool{Name: poolName, Accelerator: n.Labels[gke.AcceleratorLabel], Topology: n.Labels[gke.TopologyLabel], Holder: holders[poolName]}
 			groups[group][poolName] = pool
-			machine[pool] = n.Labels[gke.InstanceTypeLabel]
+			expected[pool], _ = gke.SliceHosts(n)
 		}
 		holder := pool.Holder
 		if h := holders["node/"+n.Name]; h != "" {
@@ -89,7 +88,7 @@ func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
 		g := Group{Name: name}
 		for _, p := range pools {
 			sort.Slice(p.Hosts, func(a, b int) bool { return p.Hosts[a].Name < p.Hosts[b].Name })
-			if want := expectedHosts(p, machine[p]); want > len(p.Hosts) {
+			if want := expected[p]; want > len(p.Hosts) {
 				for range want - len(p.Hosts) {
 					p.Hosts = append(p.Hosts, Host{Name: "(not there)", State: HostMissing})
 				}
@@ -136,16 +135,4 @@ func worst(hosts []Host) string {
 		}
 	}
 	return w
-}
-
-// expectedHosts is the host count of the pool's TPU slice (0 if unknown).
-func expectedHosts(p *Pool, machineType string) int {
-	if p.Accelerator == "" || p.Topology == "" {
-		return 0
-	}
-	s, err := tpu.NewShape(p.Accelerator, p.Topology, machineType)
-	if err != nil {
-		return 0
-	}
-	return s.Hosts
 }
