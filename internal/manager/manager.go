@@ -82,7 +82,7 @@ type Options struct {
 	SliceGrace time.Duration
 	// AgentTimeout bounds an in-place restart that makes no progress.
 	AgentTimeout time.Duration
-	// NoSliceHealth turns the slice-health monitor off (upstream behaviour).
+	// NoSliceHealth turns slice health off (upstream behaviour).
 	NoSliceHealth bool
 	// SkipNameValidation lets several managers run in one process (tests).
 	SkipNameValidation bool
@@ -247,8 +247,8 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 	if o.NoSliceHealth {
 		return nil
 	}
-	return mgr.Add(&slicehealth.Monitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-health"),
-		Grace: o.SliceGrace, Interval: 500 * time.Millisecond})
+	return (&slicehealth.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-health"),
+		Grace: o.SliceGrace}).SetupWithManager(mgr)
 }
 
 // addWebhooks registers the JobSet and TPU webhooks and keeps their certificate fresh.

@@ -30,7 +30,7 @@ var (
 
 	sliceFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Subsystem: "multislice", Name: "slice_failures_total",
-		Help: "Child Jobs failed by the slice-health monitor, by cause.",
+		Help: "Child Jobs failed by slice health, by cause.",
 	}, []string{"namespace", "cause"})
 	recovery = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Subsystem: "multislice", Name: "restart_recovery_seconds",
@@ -48,7 +48,7 @@ func init() {
 	metrics.Registry.MustRegister(completed, failed, restarts, sliceFailures, recovery, placementWait, jobSetCollector{})
 }
 
-// ObserveSliceFailure counts one slice failed by the health monitor.
+// ObserveSliceFailure counts one slice failed by slice health.
 func ObserveSliceFailure(namespace, cause string) {
 	// Keep the label's cardinality small: the kind of fault, not the host.
 	kind := "other"

@@ -1,8 +1,8 @@
 // Package slicehealth treats a slice (a node pool) as one unit: one host
 // that is NotReady past a short grace, gone, cordoned for repair, or under
-// maintenance makes the whole slice unhealthy. The Monitor fails the child
-// Job running there at once, so its JobSet restarts every slice on healthy
-// ones, instead of waiting out the 300 s eviction timeout.
+// maintenance makes the whole slice unhealthy. The Reconciler fails the
+// child Job running there at once, so its JobSet restarts every slice on
+// healthy ones, instead of waiting out the 300 s eviction timeout.
 package slicehealth
 
 import (
@@ -36,4 +36,19 @@ func Diagnose(nodes []corev1.Node, expected int, grace time.Duration, now time.T
 		}
 	}
 	return false, ""
+}
+
+// GraceLeft is how long until the first host of the slice that is
+// NotReady within its grace runs out of it: when to look again. 0 when no
+// host is within its grace.
+func GraceLeft(nodes []corev1.Node, grace time.Duration, now time.Time) time.Duration {
+	var left time.Duration
+	for i := range nodes {
+		if since, notReady := gke.NotReadySince(&nodes[i]); notReady {
+			if d := grace - now.Sub(since); d > 0 && (left == 0 || d < left) {
+				left = d
+			}
+		}
+	}
+	return left
 }

@@ -52,3 +52,23 @@ func TestDiagnose(t *testing.T) {
 		}
 	}
 }
+
+func TestGraceLeft(t *testing.T) {
+	now := time.Now()
+	grace := 10 * time.Second
+	for _, tc := range []struct {
+		name  string
+		nodes []corev1.Node
+		want  time.Duration
+	}{
+		{"all Ready", []corev1.Node{node("a", true, now.Add(-time.Hour), nil)}, 0},
+		{"one NotReady for 3s", []corev1.Node{node("a", true, now, nil), node("b", false, now.Add(-3*time.Second), nil)}, 7 * time.Second},
+		{"the first to run out counts", []corev1.Node{node("a", false, now.Add(-8*time.Second), nil), node("b", false, now.Add(-1*time.Second), nil)}, 2 * time.Second},
+		{"past its grace: Diagnose's business", []corev1.Node{node("a", false, now.Add(-time.Minute), nil)}, 0},
+		{"no hosts", nil, 0},
+	} {
+		if got := GraceLeft(tc.nodes, grace, now); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

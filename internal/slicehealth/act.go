@@ -1,0 +1,70 @@
+package slicehealth
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multislice/multislice/internal/gke"
+)
+
+// expectedHosts: the TPU topology's hosts when the nodes say it, else the
+// Job's parallelism (one pod per host).
+func expectedHosts(nodes []corev1.Node, j *batchv1.Job) int {
+	if len(nodes) > 0 {
+		if hosts, ok := gke.SliceHosts(&nodes[0]); ok {
+			return hosts
+		}
+	}
+	return int(ptr.Deref(j.Spec.Parallelism, 1))
+}
+
+// fail marks the Job Failed, as the Job controller would after a pod
+// failure, but with a reason and message that name the slice and the cause.
+func (r *Reconciler) fail(ctx context.Context, j *batchv1.Job, msg string, now time.Time) error {
+	j = j.DeepCopy()
+	t := metav1.NewTime(now)
+	if j.Status.StartTime == nil {
+		j.Status.StartTime = &t
+	}
+	j.Status.Active, j.Status.Ready, j.Status.Terminating = 0, ptr.To(int32(0)), nil
+	j.Status.UncountedTerminatedPods = nil
+	j.Status.Failed++
+	j.Status.Conditions = append(j.Status.Conditions,
+		batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: Reason, Message: msg, LastTransitionTime: t, LastProbeTime: t},
+		batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: Reason, Message: msg, LastTransitionTime: t, LastProbeTime: t},
+	)
+	return r.Client.Status().Update(ctx, j)
+}
+
+// releaseStrandedPods force-deletes the Job's pods on hosts that are gone
+// or NotReady: no kubelet will ever confirm their end, and the restart
+// must not wait for the pod garbage collector (tens of seconds), as a
+// node marked out-of-service would not.
+func (r *Reconciler) releaseStrandedPods(ctx context.Context, j *batchv1.Job, nodes []corev1.Node) error {
+	healthy := map[string]bool{}
+	for i := range nodes {
+		if gke.NodeReady(&nodes[i]) {
+			healthy[nodes[i].Name] = true
+		}
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{"job-name": j.Name}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || healthy[p.Spec.NodeName] {
+			continue
+		}
+		if err := r.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package slicehealth
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/metrics"
+)
+
+// Reason is the reason of the Failed condition slice health writes on a
+// child Job whose slice went bad.
+const Reason = "SliceUnhealthy"
+
+// domainIndex indexes child Jobs by the domain placement pinned them to,
+// "<exclusive key>=<value>", the node label that selects the slice's hosts.
+const domainIndex = "slicehealth.multislice.dev/domain"
+
+// Reconciler checks the slice of a running child Job that placement pinned
+// to a domain whenever the Job is pinned or one of the slice's Nodes
+// changes (a Node event finds its Jobs through the domain index), and fails
+// the Job when the slice is unhealthy. A host NotReady within its grace is
+// looked at again when the grace runs out.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Grace is how long a host may be NotReady before its slice counts as failed.
+	Grace time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the index and the controller (leader only).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, domainIndex, func(o client.Object) []string {
+		if d := domainOf(o.(*batchv1.Job)); d != "" {
+			return []string{d}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	// A Job matters when it is pinned, or its pinning changes; its status
+	// updates (every pod's progress) do not change its slice's health.
+	pinned := predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return domainOf(e.Object.(*batchv1.Job)) != "" },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return domainOf(e.ObjectNew.(*batchv1.Job)) != domainOf(e.ObjectOld.(*batchv1.Job))
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("slicehealth").
+		For(&batchv1.Job{}, builder.WithPredicates(pinned)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.jobsOnNode), builder.WithPredicates(healthChanged)).
+		Complete(r)
+}
+
+// domainOf is the index value of a pinned child Job, "" if it is not one.
+func domainOf(j *batchv1.Job) string {
+	domain, key := j.Annotations[api.AssignedDomainAnnotation], j.Annotations[api.ExclusiveKey]
+	if domain == "" || key == "" || j.Labels[api.JobSetNameKey] == "" {
+		return ""
+	}
+	return key + "=" + domain
+}
+
+// healthChanged passes Node events that can change a slice's health: a
+// node added or deleted, or a change of readiness, taints, cordon, labels
+// or deletion; not the heartbeats of every node.
+var healthChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		a, b := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return gke.NodeReady(a) != gke.NodeReady(b) || gke.HostProblem(a) != gke.HostProblem(b) ||
+			fmt.Sprint(a.Labels) != fmt.Sprint(b.Labels)
+	},
+}
+
+// jobsOnNode maps a Node to the pinned Jobs whose domain it is in: one
+// index lookup per label of the node.
+func (r *Reconciler) jobsOnNode(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for k, v := range o.GetLabels() {
+		var jobs batchv1.JobList
+		if err := r.Client.List(ctx, &jobs, client.MatchingFields{domainIndex: k + "=" + v}, client.UnsafeDisableDeepCopy); err != nil {
+			continue
+		}
+		for i := range jobs.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: jobs.Items[i].Namespace, Name: jobs.Items[i].Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile looks at one Job's slice.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var j batchv1.Job
+	if err := r.Client.Get(ctx, req.NamespacedName, &j); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	domain, key := j.Annotations[api.AssignedDomainAnnotation], j.Annotations[api.ExclusiveKey]
+	if domainOf(&j) == "" || j.DeletionTimestamp != nil || ptr.Deref(j.Spec.Suspend, false) || api.JobOutcome(&j) != "" {
+		return reconcile.Result{}, nil
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{key: domain}); err != nil {
+		return reconcile.Result{}, err
+	}
+	now := r.Now()
+	bad, cause := Diagnose(nodes.Items, expectedHosts(nodes.Items, &j), r.Grace, now)
+	if !bad {
+		return reconcile.Result{RequeueAfter: GraceLeft(nodes.Items, r.Grace, now)}, nil
+	}
+	msg := fmt.Sprintf("slice %s on %s=%s is unhealthy: %s", j.Name, key, domain, cause)
+	// The event first: it is stamped with the time the fault was seen,
+	// before the restart it causes (a JobSet's timeline reads in order).
+	if r.Recorder != nil {
+		js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: j.Labels[api.JobSetNameKey], Namespace: j.Namespace,
+			UID: types.UID(j.Labels[api.JobSetUIDKey])}}
+		js.SetGroupVersionKind(api.GroupVersion.WithKind("JobSet"))
+		r.Recorder.Eventf(js, &j, corev1.EventTypeWarning, Reason, "FailSlice", "%s", msg)
+	}
+	if err := r.fail(ctx, &j, msg, now); err != nil {
+		return reconcile.Result{}, fmt.Errorf("fail job %s: %w", j.Name, err)
+	}
+	if err := r.releaseStrandedPods(ctx, &j, nodes.Items); err != nil {
+		return reconcile.Result{}, fmt.Errorf("release pods of job %s: %w", j.Name, err)
+	}
+	metrics.ObserveSliceFailure(j.Namespace, cause)
+	return reconcile.Result{}, nil
+}
