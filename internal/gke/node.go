@@ -61,3 +61,17 @@ func SliceHosts(n *corev1.Node) (int, bool) {
 	}
 	return s.Hosts, true
 }
+
+// RequestsTPU: a container of the pod (init containers included) asks for
+// TPU chips.
+func RequestsTPU(spec corev1.PodSpec) bool {
+	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+		if _, ok := c.Resources.Limits[TPUResource]; ok {
+			return true
+		}
+		if _, ok := c.Resources.Requests[TPUResource]; ok {
+			return true
+		}
+	}
+	return false
+}

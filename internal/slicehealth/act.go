@@ -13,15 +13,20 @@ import (
 	"github.com/multislice/multislice/internal/gke"
 )
 
-// expectedHosts: the TPU topology's hosts when the nodes say it, else the
-// Job's parallelism (one pod per host).
+// expectedHosts: the TPU topology's hosts when the nodes say it; else, for
+// a Job whose pods request TPUs, its parallelism (one pod per TPU host);
+// else 0, unknown: CPU pods may share a node, so a one-node pool running a
+// Job of three pods is whole.
 func expectedHosts(nodes []corev1.Node, j *batchv1.Job) int {
 	if len(nodes) > 0 {
 		if hosts, ok := gke.SliceHosts(&nodes[0]); ok {
 			return hosts
 		}
 	}
-	return int(ptr.Deref(j.Spec.Parallelism, 1))
+	if gke.RequestsTPU(j.Spec.Template.Spec) {
+		return int(ptr.Deref(j.Spec.Parallelism, 1))
+	}
+	return 0
 }
 
 // fail marks the Job Failed, as the Job controller would after a pod

@@ -27,8 +27,13 @@ func TestSliceHealth(t *testing.T) {
 	env := framework.StartEnvWith(t, func(o *manager.Options) { o.SliceGrace = grace })
 	c, ctx := env.Client, context.Background()
 	ns := env.Namespace(t)
+	// TPU hosts of v4 2x2x2 slices (2 hosts each), unless cpu.
 	node := func(name, pool string, cordoned bool) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
+		labels := map[string]string{"pool": pool, "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2"}
+		if strings.HasPrefix(pool, "cpu") {
+			labels = map[string]string{"pool": pool}
+		}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
 		if err := c.Create(ctx, n); err != nil {
 			t.Fatal(err)
 		}
@@ -36,12 +41,12 @@ func TestSliceHealth(t *testing.T) {
 		setReady(t, c, n, corev1.ConditionTrue)
 		return n
 	}
-	job := func(name, pool string) *batchv1.Job {
+	job := func(name, pool string, pods int32) *batchv1.Job {
 		j := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 				Labels:      map[string]string{api.JobSetNameKey: "js"},
 				Annotations: map[string]string{api.ExclusiveKey: "pool", api.AssignedDomainAnnotation: pool}},
-			Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2)), Template: corev1.PodTemplateSpec{
+			Spec: batchv1.JobSpec{Parallelism: ptr.To(pods), Completions: ptr.To(pods), Template: corev1.PodTemplateSpec{
 				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}},
 		}
 		if err := c.Create(ctx, j); err != nil {
@@ -74,10 +79,13 @@ func TestSliceHealth(t *testing.T) {
 	node("c-1", "np-c", false)
 	d0 := node("d-0", "np-d", false)
 	node("d-1", "np-d", false)
-	jobA, jobB, jobD := job("a", "np-a"), job("b", "np-b"), job("d", "np-d")
+	node("cpu-0", "cpu-pool", false)
+	jobA, jobB, jobD := job("a", "np-a", 2), job("b", "np-b", 2), job("d", "np-d", 2)
+	// Three CPU pods on a one-node pool: the pool is whole (pods share nodes).
+	jobCPU := job("cpu", "cpu-pool", 3)
 
 	// Cordoned before the Job was pinned there: failed when it is pinned.
-	failedWith(job("c", "np-c"), "host c-0 is cordoned for repair", 10*time.Second)
+	failedWith(job("c", "np-c", 2), "host c-0 is cordoned for repair", 10*time.Second)
 
 	// NotReady: failed once the grace has run out, not before.
 	setReady(t, c, a0, corev1.ConditionFalse)
@@ -102,6 +110,12 @@ func TestSliceHealth(t *testing.T) {
 	}
 	if len(jobD.Status.Conditions) != 0 {
 		t.Errorf("a heartbeat failed job d: %+v", jobD.Status.Conditions)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(jobCPU), jobCPU); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobCPU.Status.Conditions) != 0 {
+		t.Errorf("three CPU pods on a one-node pool: failed %+v", jobCPU.Status.Conditions)
 	}
 }
 

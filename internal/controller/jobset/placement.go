@@ -239,22 +239,10 @@ func (p *Placer) request(js *api.JobSet, key string, jobs []*batchv1.Job, mine m
 		}
 		req.Jobs = append(req.Jobs, placement.JobRequest{
 			Name: j.Name, Pods: int(ptr.Deref(j.Spec.Parallelism, 1)), NodeSelector: sel,
-			Tolerations: spec.Tolerations, RequestsTPU: requestsTPU(spec), Previous: mine[j.Name],
+			Tolerations: spec.Tolerations, RequestsTPU: gke.RequestsTPU(spec), Previous: mine[j.Name],
 		})
 	}
 	return req
-}
-
-func requestsTPU(spec corev1.PodSpec) bool {
-	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
-		if _, ok := c.Resources.Limits[gke.TPUResource]; ok {
-			return true
-		}
-		if _, ok := c.Resources.Requests[gke.TPUResource]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 // markHolders records who holds each domain: other JobSets' assignments
@@ -386,7 +374,7 @@ func (p *Placer) occupants(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if pod.Spec.NodeName == "" || !requestsTPU(pod.Spec) || out[pod.Spec.NodeName] != "" {
+		if pod.Spec.NodeName == "" || !gke.RequestsTPU(pod.Spec) || out[pod.Spec.NodeName] != "" {
 			continue
 		}
 		if js := pod.Labels[api.JobSetNameKey]; js != "" {
