@@ -75,3 +75,18 @@ func RequestsTPU(spec corev1.PodSpec) bool {
 	}
 	return false
 }
+
+// FitForWork: a node placement may give new work to. Ready, free of the
+// host problems above, and without the taints the node lifecycle
+// controller puts on a lost node.
+func FitForWork(n *corev1.Node) bool {
+	if HostProblem(n) != "" || !NodeReady(n) {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	return true
+}

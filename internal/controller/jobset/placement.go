@@ -20,7 +20,6 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/placement"
-	"github.com/multislice/multislice/internal/tpu"
 )
 
 const (
@@ -41,22 +40,8 @@ type Placer struct {
 
 	mu      sync.Mutex
 	held    map[types.NamespacedName]map[string]string // JobSet -> Job name -> domain
-	waiting map[types.NamespacedName]waiter
+	waiting map[types.NamespacedName]placement.Waiter
 	wake    chan event.GenericEvent
-}
-
-type waiter struct {
-	key      string
-	priority int32
-	created  time.Time
-	request  placement.Request
-}
-
-func (w waiter) before(o waiter) bool {
-	if w.priority != o.priority {
-		return w.priority > o.priority
-	}
-	return w.created.Before(o.created)
 }
 
 // Release forgets a JobSet that finished or is gone, freeing its domains.
@@ -155,7 +140,7 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.held == nil {
-		p.held, p.waiting = map[types.NamespacedName]map[string]string{}, map[types.NamespacedName]waiter{}
+		p.held, p.waiting = map[types.NamespacedName]map[string]string{}, map[types.NamespacedName]placement.Waiter{}
 	}
 	// What this JobSet holds is read from its Jobs in the cluster (their
 	// pins survive a restart of the manager); memory adds only the Jobs of
@@ -166,19 +151,9 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 			mine[j.Name] = d
 		}
 	}
-	req := p.request(js, key, all, mine)
-	p.markHolders(domains, name, mine, req)
-	me := waiter{key: key, priority: priority, created: js.CreationTimestamp.Time, request: req}
-	result := placement.Assign(req, domains)
-	if result.Domains != nil {
-		if ahead := p.aheadOf(name, me, domains); ahead != "" {
-			result = placement.Result{Why: "waiting behind " + ahead + ", which comes first (higher priority or older)"}
-		}
-	}
-	if result.Domains == nil && len(domains) == 0 {
-		result.Why = fmt.Sprintf("no node has the label %s (named by %s): nothing fits until nodes carry it; the usual key is %s",
-			key, api.ExclusiveKey, gke.NodePoolLabel)
-	}
+	me := placement.Waiter{JobSet: name.String(), Key: key, Priority: priority, Created: js.CreationTimestamp.Time,
+		Request: p.request(js, key, all, mine)}
+	result := placement.Decide(me, mine, p.snapshot(domains))
 	e := newStatusEditor(&plan.Status, time.Now())
 	if result.Domains == nil {
 		p.waiting[name] = me
@@ -245,59 +220,17 @@ func (p *Placer) request(js *api.JobSet, key string, jobs []*batchv1.Job, mine m
 	return req
 }
 
-// markHolders records who holds each domain: other JobSets' assignments
-// made by this process, and this JobSet's own Jobs that are not part of the
-// request (e.g. the first Job of an attempt created before the manager
-// restarted, or the Jobs that stay when a JobSet scales up): a domain is
-// never given to a second Job of the same JobSet. Pins of existing Jobs
-// were marked by domains already.
-func (p *Placer) markHolders(domains []placement.Domain, me types.NamespacedName, mine map[string]string, req placement.Request) {
-	holder := map[string]string{}
+// snapshot is what the Placer knows of the others, for placement.Decide;
+// the caller holds mu.
+func (p *Placer) snapshot(domains []placement.Domain) placement.Snapshot {
+	s := placement.Snapshot{Domains: domains, Held: map[string]map[string]string{}}
 	for js, jobs := range p.held {
-		if js == me {
-			continue
-		}
-		for _, d := range jobs {
-			holder[d] = js.String()
-		}
+		s.Held[js.String()] = jobs
 	}
-	requested := map[string]bool{}
-	for _, j := range req.Jobs {
-		requested[j.Name] = true
+	for _, w := range p.waiting {
+		s.Waiting = append(s.Waiting, w)
 	}
-	for job, d := range mine {
-		if !requested[job] {
-			holder[d] = me.String() + " (its Job " + job + ")"
-		}
-	}
-	for i := range domains {
-		if h, ok := holder[domains[i].Value]; ok {
-			domains[i].Holder = h
-		}
-	}
-}
-
-// aheadOf names a waiting JobSet that must be served first: it ranks
-// earlier, wants the same kind of domains, and could fit once they free up.
-func (p *Placer) aheadOf(me types.NamespacedName, w waiter, domains []placement.Domain) string {
-	var names []types.NamespacedName
-	for n, o := range p.waiting {
-		if n != me && o.key == w.key && o.before(w) {
-			names = append(names, n)
-		}
-	}
-	sort.Slice(names, func(i, j int) bool { return p.waiting[names[i]].before(p.waiting[names[j]]) })
-	for _, n := range names {
-		free := make([]placement.Domain, len(domains))
-		for i, d := range domains {
-			free[i] = d
-			free[i].Holder = ""
-		}
-		if placement.Assign(p.waiting[n].request, free).Domains != nil {
-			return n.String()
-		}
-	}
-	return ""
+	return s
 }
 
 // domains groups the nodes carrying the topology key into domains, each
@@ -322,7 +255,7 @@ func (p *Placer) domains(ctx context.Context, key string, js *api.JobSet) (out [
 		}
 		if j.Labels[api.JobSetUIDKey] == string(js.UID) {
 			// Its own Jobs, even those going away: a Job being recreated
-			// comes back to its domain; others keep theirs (markHolders).
+			// comes back to its domain; others keep theirs (placement.MarkHolders).
 			pins[j.Name] = d
 			continue
 		}
@@ -343,13 +276,11 @@ func (p *Placer) domains(ctx context.Context, key string, js *api.JobSet) (out [
 		d := byValue[v]
 		if d == nil {
 			d = &placement.Domain{Value: v, Group: n.Labels[p.GroupLabel], Holder: pinned[v]}
-			if s, err := tpu.NewShape(n.Labels[gke.AcceleratorLabel], n.Labels[gke.TopologyLabel], ""); err == nil {
-				d.ExpectedHosts = s.Hosts
-			}
+			d.ExpectedHosts, _ = gke.SliceHosts(n)
 			byValue[v] = d
 			order = append(order, v)
 		}
-		d.Nodes = append(d.Nodes, placement.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Healthy: NodeHealthy(n)})
+		d.Nodes = append(d.Nodes, placement.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Healthy: gke.FitForWork(n)})
 		if d.Holder == "" {
 			d.Holder = occupied[n.Name]
 		}
@@ -384,20 +315,6 @@ func (p *Placer) occupants(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// NodeHealthy: Ready, free of GKE's host problems, and without the taints
-// the node lifecycle controller puts on a lost node.
-func NodeHealthy(n *corev1.Node) bool {
-	if gke.HostProblem(n) != "" || !gke.NodeReady(n) {
-		return false
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	return true
 }
 
 // priority is the pod priority of the JobSet's first replicated job.
