@@ -33,18 +33,7 @@ func Print[T any](out io.Writer, format string, items []T, header func(wide bool
 		if items == nil {
 			doc["items"] = []T{}
 		}
-		data, err := json.MarshalIndent(doc, "", "  ")
-		if err == nil && format == "yaml" {
-			data, err = yaml.JSONToYAML(data)
-		}
-		if err != nil {
-			return err
-		}
-		if format == "json" {
-			data = append(data, '\n')
-		}
-		_, err = out.Write(data)
-		return err
+		return PrintObject(out, format, doc)
 	case "", "table", "wide":
 		wide := format == "wide"
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
