@@ -119,6 +119,10 @@ func freePort() (int, error) {
 	return 0, fmt.Errorf("no free port on 127.0.0.1 between %d and %d", low, high)
 }
 
+// FreePort is freePort for tests and tools that start servers of their own
+// beside a local cluster.
+func FreePort() (int, error) { return freePort() }
+
 var (
 	handedMu sync.Mutex
 	handed   = map[int]bool{}

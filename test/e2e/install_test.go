@@ -25,6 +25,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/dashboard"
 	"github.com/multislice/multislice/internal/install"
+	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/release"
 	"github.com/multislice/multislice/internal/view"
 	"github.com/multislice/multislice/test/framework"
@@ -178,7 +179,8 @@ func startHostManager(t *testing.T, c *framework.Cluster, kubeconfig, name strin
 	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(probe) + "/readyz")
 		if err != nil {
-			return false, err.Error()
+			log, _ := os.ReadFile(m.log)
+			return false, err.Error() + "; manager log:\n" + lastLines(string(log), 20)
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, "readyz " + resp.Status
@@ -245,13 +247,14 @@ func serviceAccountKubeconfig(t *testing.T, c *framework.Cluster, token string) 
 	return framework.WriteKubeconfig(t, c.Config.Host, c.Config.CAData, &clientcmdapi.AuthInfo{Token: token})
 }
 
+// loopbackPort is a free port below the ephemeral range, never handed out
+// twice: an outgoing connection cannot take it before the manager binds it.
 func loopbackPort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := localcluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func grepLines(s, substr string) string {
@@ -265,4 +268,9 @@ func grepLines(s, substr string) string {
 		out = out[:5]
 	}
 	return strings.Join(out, "\n")
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
