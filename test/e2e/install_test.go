@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,11 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/dashboard"
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/release"
-	"github.com/multislice/multislice/internal/view"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -108,31 +105,6 @@ func TestInstalledAsShipped(t *testing.T) {
 	if tookOver > 15*time.Second {
 		t.Errorf("failover took %s, want under 15 s", tookOver)
 	}
-	// The surviving replica's dashboard (served with the shipped
-	// permissions) shows the JobSet and its restarts.
-	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		resp, err := http.Get(standby.dashboard + "api/page")
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		var page dashboard.Page
-		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-			return false, err.Error()
-		}
-		for _, w := range page.Workloads {
-			recovered := 0
-			for _, e := range w.Timeline {
-				if e.Kind == view.EntryRecovered {
-					recovered++
-				}
-			}
-			if w.Name == "multislice-job" && w.Running == 8 && w.Restarts == 3 && recovered >= 1 {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("dashboard page: %+v", page.Summary)
-	})
 	for _, m := range managers {
 		if log, _ := os.ReadFile(m.log); strings.Contains(string(log), "forbidden") {
 			t.Errorf("manager %s was refused a request with the shipped permissions:\n%s", m.name, grepLines(string(log), "forbidden"))
@@ -143,8 +115,6 @@ func TestInstalledAsShipped(t *testing.T) {
 type hostManager struct {
 	name, log string
 	cmd       *exec.Cmd
-	// dashboard is the URL of its dashboard (--dashboard-bind-address).
-	dashboard string
 }
 
 // startHostManager runs `multislice manager` as a replica would run in the
@@ -152,9 +122,9 @@ type hostManager struct {
 // behind authentication), its webhooks reached on the loopback.
 func startHostManager(t *testing.T, c *framework.Cluster, kubeconfig, name string) *hostManager {
 	t.Helper()
-	webhook, metrics, probe, dash := loopbackPort(t), loopbackPort(t), loopbackPort(t), loopbackPort(t)
+	webhook, metrics, probe := loopbackPort(t), loopbackPort(t), loopbackPort(t)
 	dir := t.TempDir()
-	m := &hostManager{name: name, log: filepath.Join(dir, "manager.log"), dashboard: "http://127.0.0.1:" + strconv.Itoa(dash) + "/"}
+	m := &hostManager{name: name, log: filepath.Join(dir, "manager.log")}
 	logFile, err := os.Create(m.log)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +136,7 @@ func startHostManager(t *testing.T, c *framework.Cluster, kubeconfig, name strin
 		"--kubeconfig="+kubeconfig, "--namespace="+install.Namespace, "--leader-elect=true",
 		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(webhook), "--webhook-url=https://127.0.0.1:"+strconv.Itoa(webhook),
 		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe),
-		"--dashboard-bind-address=127.0.0.1:"+strconv.Itoa(dash), "--cert-dir="+filepath.Join(dir, "certs"))
+		"--cert-dir="+filepath.Join(dir, "certs"))
 	m.cmd.Env = append(os.Environ(), "POD_NAMESPACE="+install.Namespace, "KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if err := m.cmd.Start(); err != nil {
