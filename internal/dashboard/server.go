@@ -127,8 +127,12 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	go func() { _ = s.cache.Start(ctx) }()
-	if !s.cache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("dashboard: caches did not sync: %w", ctx.Err())
+	// Bounded: an identity that may not list and watch what the page shows
+	// gets an error that says so, not a page that never comes.
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if !s.cache.WaitForCacheSync(syncCtx) {
+		return fmt.Errorf("dashboard: the caches did not sync within 2m (%v): the identity must be able to list and watch nodes, pods, jobs, jobsets and events", syncCtx.Err())
 	}
 	if err := s.refresh(ctx); err != nil {
 		return err

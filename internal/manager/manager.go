@@ -369,15 +369,24 @@ type dashboardRunnable struct {
 
 func (d dashboardRunnable) NeedLeaderElection() bool { return false }
 
+// Start serves the page until ctx ends. A dashboard that cannot start or
+// stops serving says why in the log and ends alone: a runnable's error
+// would stop the whole manager, controllers and webhooks with it.
 func (d dashboardRunnable) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("dashboard")
 	l, err := net.Listen("tcp", d.addr)
 	if err != nil {
-		return fmt.Errorf("--dashboard-bind-address: %w", err)
+		log.Error(err, "not serving the dashboard", "flag", "--dashboard-bind-address")
+		return nil
 	}
+	defer l.Close()
 	s := &dashboard.Server{Config: d.cfg, Log: os.Stderr}
 	if err := s.Start(ctx); err != nil {
-		l.Close()
-		return err
+		log.Error(err, "not serving the dashboard")
+		return nil
 	}
-	return s.Serve(ctx, l)
+	if err := s.Serve(ctx, l); err != nil {
+		log.Error(err, "the dashboard stopped")
+	}
+	return nil
 }
