@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
 // Cluster is a running local cluster.

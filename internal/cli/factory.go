@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/multislice/multislice/internal/localcluster"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
 // Factory gives commands their streams and the local cluster.

@@ -16,8 +16,9 @@ var Layers = []struct {
 		"internal/pki", "internal/outage", "internal/versions", "internal/layers"}},
 	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/workload"}},
+	{"install", []string{"internal/install", "internal/release"}},
 	{"manager", []string{"internal/manager", "internal/agent", "internal/dashboard"}},
-	{"simulator", []string{"internal/sim", "internal/fleet", "internal/cloud", "internal/localcluster", "internal/install", "internal/release"}},
+	{"simulator", []string{"internal/sim"}},
 	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/"}},
 }
 

@@ -53,7 +53,7 @@ func TestOf(t *testing.T) {
 		"internal/gke":                 "facts",
 		"internal/webhook/tpu":         "decisions",
 		"internal/manager":             "manager",
-		"internal/localcluster":        "simulator",
+		"internal/sim/localcluster":    "simulator",
 		"internal/cli/up":              "commands",
 		"internal/simulator-lookalike": "",
 	} {

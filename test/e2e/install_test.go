@@ -23,8 +23,9 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/install"
-	"github.com/multislice/multislice/internal/localcluster"
+	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/release"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -132,11 +133,12 @@ func startHostManager(t *testing.T, c *framework.Cluster, kubeconfig, name strin
 	t.Cleanup(func() { logFile.Close() })
 	u, _ := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	host, port, _ := net.SplitHostPort(strings.TrimPrefix(u.Host, "https://"))
-	m.cmd = exec.Command(filepath.Join(framework.BinDir(t), "multislice"), "manager",
-		"--kubeconfig="+kubeconfig, "--namespace="+install.Namespace, "--leader-elect=true",
-		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(webhook), "--webhook-url=https://127.0.0.1:"+strconv.Itoa(webhook),
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe),
-		"--cert-dir="+filepath.Join(dir, "certs"))
+	f := manager.DefaultFlags() // namespace multislice-system, leader election on
+	f.Kubeconfig = kubeconfig
+	f.WebhookHost, f.WebhookPort, f.WebhookURL = "127.0.0.1", webhook, "https://127.0.0.1:"+strconv.Itoa(webhook)
+	f.MetricsAddr, f.ProbeAddr = "127.0.0.1:"+strconv.Itoa(metrics), "127.0.0.1:"+strconv.Itoa(probe)
+	f.CertDir = filepath.Join(dir, "certs")
+	m.cmd = exec.Command(filepath.Join(framework.BinDir(t), "multislice"), append([]string{"manager"}, f.Args()...)...)
 	m.cmd.Env = append(os.Environ(), "POD_NAMESPACE="+install.Namespace, "KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if err := m.cmd.Start(); err != nil {

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/cloud"
 	"github.com/multislice/multislice/internal/outage"
 	"github.com/multislice/multislice/internal/sim"
+	"github.com/multislice/multislice/internal/sim/cloud"
 )
 
 // NewCmdChaos is `multislice chaos`.

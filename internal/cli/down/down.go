@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/localcluster"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
 // NewCmdDown is `multislice down`.

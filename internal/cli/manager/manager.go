@@ -4,94 +4,30 @@
 package manager
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/multislice/multislice/internal/cli"
-	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
-	"github.com/multislice/multislice/internal/features"
-	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/manager"
 )
 
-// NewCmdManager is `multislice manager`.
+// NewCmdManager is `multislice manager`; its flags are manager.Flags.
 func NewCmdManager(f *cli.Factory) *cobra.Command {
-	o := manager.Options{}
-	var kubeconfig, gates, webhookURL, controllers, webhooks string
+	var fl manager.Flags
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the JobSet controller and the admission webhooks",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.WriteTo(f.Err)))
-			var err error
-			if o.FeatureGates, err = features.Parse(gates); err != nil {
-				return err
-			}
-			if o.NoControllers, err = onOff("--controllers", controllers); err != nil {
-				return err
-			}
-			if o.NoWebhooks, err = onOff("--webhooks", webhooks); err != nil {
-				return err
-			}
-			if o.AgentTimeout < time.Second || o.AgentTimeout > time.Hour {
-				return fmt.Errorf("--in-place-restart-timeout=%s: want 1s to 1h (default %s)", o.AgentTimeout, jobsetcontroller.DefaultAgentTimeout)
-			}
-			if o.NoControllers && o.NoWebhooks {
-				return fmt.Errorf("--controllers=none and --webhooks=none leave nothing to run: keep one of them")
-			}
-			o.Endpoint = manager.Endpoint{ServiceNamespace: o.Namespace, URLBase: webhookURL}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			o, cfg, err := fl.Complete()
 			if err != nil {
-				return fmt.Errorf("--kubeconfig: %w", err)
+				return err
 			}
 			return manager.Run(cmd.Context(), cfg, o)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
-	fl.StringVar(&o.Namespace, "namespace", install.Namespace, "namespace of the webhook Service, certificate Secret and leader-election Lease")
-	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus /metrics endpoint (0 disables it)")
-	fl.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token may get /metrics (TokenReview + SubjectAccessReview); false: plain HTTP, for a loopback address")
-	fl.StringVar(&o.DashboardAddr, "dashboard-bind-address", "0", "address of the dashboard page (0 disables it); it has no authentication: bind it to loopback or put it behind an authenticating proxy")
-	fl.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of the Go profiler endpoints /debug/pprof (empty: off)")
-	fl.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles")
-	fl.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 8*time.Second, "how long a standby waits after the leader's last renewal before it takes over")
-	fl.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 6*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits)")
-	fl.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", time.Second, "how often the leader renews and a standby tries to take over")
-	fl.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server binds to (default all)")
-	fl.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
-	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/multislice-webhook-certs", "where the managed serving certificate is written")
-	fl.StringVar(&webhookURL, "webhook-url", "", "reach the webhooks at this URL base (e.g. https://127.0.0.1:9443) instead of through the Service")
-	fl.StringVar(&gates, "feature-gates", "", features.Help())
-	fl.StringVar(&o.TPUWebhook, "tpu-webhook", "auto", "inject and validate the TPU environment of TPU Jobs: true, false, or auto (false on GKE, whose own webhook does it)")
-	fl.StringVar(&controllers, "controllers", "all", "all: run the JobSet controller, placement and slice health; none: webhooks only")
-	fl.StringVar(&webhooks, "webhooks", "all", "all: serve and install the admission webhooks; none: controllers only")
-	fl.StringVar(&o.GroupLabel, "group-label", gke.MultisliceGroupLabel, "node label naming a node pool's multislice group")
-	fl.StringVar(&o.GroupSizeLabel, "group-size-label", gke.MultisliceGroupSizeLabel, "node label giving the size of a multislice group")
-	fl.DurationVar(&o.SliceGrace, "slice-notready-grace", 10*time.Second, "how long one host of a slice may be NotReady before the slice is failed and its JobSet restarted")
-	fl.DurationVar(&o.AgentTimeout, "in-place-restart-timeout", jobsetcontroller.DefaultAgentTimeout, "how long an in-place restart (InPlaceRestart gate) may make no progress while running pods lag behind before every Job is recreated instead")
-	fl.BoolVar(&o.NoSliceHealth, "no-slice-health", false, "do not fail slices with a broken host (upstream behaviour; for comparisons)")
-	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")
-	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")
-	fl.IntVar(&o.Burst, "kube-api-burst", 500, "client request burst")
+	fl.Bind(cmd.Flags())
 	return cmd
-}
-
-// onOff reads an all|none switch; it returns true for none (switched off).
-func onOff(flag, v string) (bool, error) {
-	switch v {
-	case "all":
-		return false, nil
-	case "none":
-		return true, nil
-	}
-	return false, fmt.Errorf("%s=%q: want all or none", flag, v)
 }

@@ -15,9 +15,9 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cli/status"
-	"github.com/multislice/multislice/internal/cloud"
-	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/sim/cloud"
+	"github.com/multislice/multislice/internal/sim/fleet"
 	"github.com/multislice/multislice/internal/tpu"
 )
 

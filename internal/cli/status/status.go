@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/cloud"
+	"github.com/multislice/multislice/internal/sim/cloud"
 )
 
 // NewCmdStatus is `multislice status`.

@@ -15,12 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/cloud"
 	"github.com/multislice/multislice/internal/features"
-	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
-	"github.com/multislice/multislice/internal/localcluster"
+	"github.com/multislice/multislice/internal/sim/cloud"
+	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
 // Options are the flags of `multislice up`.

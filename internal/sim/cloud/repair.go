@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 const unavailableKey = "unavailable.json"

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/sim"
+	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 // FaultLabel marks a node hit by an injected fault; the repairer heals the

@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/sim"
+	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 const (

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/multislice/multislice/internal/fleet"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 // PoolStatus is a pool with the state of its nodes.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/multislice/multislice/internal/manager"
 )
 
 // StartManager runs `multislice manager` (the binary at exe) as one more
@@ -24,19 +26,15 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string) er
 		ports[i] = p
 	}
 	webhook, metrics, probe := ports[0], ports[1], ports[2]
-	h := r.Home
-	args := []string{"manager",
-		"--kubeconfig=" + h.pki("manager.kubeconfig"),
-		"--leader-elect=false",
-		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(webhook),
-		"--webhook-url=https://127.0.0.1:" + strconv.Itoa(webhook),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics), "--metrics-secure=false", // loopback only
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
-		"--cert-dir=" + h.path("webhook-certs"),
-	}
-	if featureGates != "" {
-		args = append(args, "--feature-gates="+featureGates)
-	}
+	f := manager.DefaultFlags()
+	f.Kubeconfig = r.Home.pki("manager.kubeconfig")
+	f.LeaderElect = false
+	f.WebhookHost, f.WebhookPort, f.WebhookURL = "127.0.0.1", webhook, "https://127.0.0.1:"+strconv.Itoa(webhook)
+	f.MetricsAddr, f.MetricsSecure = "127.0.0.1:"+strconv.Itoa(metrics), false // loopback only
+	f.ProbeAddr = "127.0.0.1:" + strconv.Itoa(probe)
+	f.CertDir = r.Home.path("webhook-certs")
+	f.Gates = featureGates
+	args := append([]string{"manager"}, f.Args()...)
 	if extra := os.Getenv("MULTISLICE_MANAGER_ARGS"); extra != "" {
 		args = append(args, strings.Fields(extra)...) // e.g. --feature-gates=RestartJob=true
 	}
