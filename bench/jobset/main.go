@@ -33,7 +33,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/bench/benchcluster"
-	"github.com/multislice/multislice/test/framework"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 func main() {
@@ -84,7 +84,7 @@ func run(bin string, replicas, noise int) error {
 	time.Sleep(5 * time.Second)
 	fmt.Printf("manager RSS, with %d unrelated pods:   %s\n", noise, rss(pid))
 
-	js := framework.NewJobSet("default", "bench").ReplicatedJob("w", int32(replicas), 1).Obj()
+	js := testobj.NewJobSet("default", "bench").ReplicatedJob("w", int32(replicas), 1).Obj()
 	// Gated pods never schedule: the benchmark measures the controller, not kwok.
 	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "bench/hold"}}
 	began = time.Now()

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 // bigSnapshot is 64 pools x 16 hosts, 64 JobSets of one 16-pod slice.
@@ -26,10 +27,7 @@ func bigSnapshot() Snapshot {
 			Annotations: map[string]string{api.AssignedDomainAnnotation: pool}}})
 		for h := range 16 {
 			node := fmt.Sprintf("gke-%s-%d", pool, h)
-			s.Nodes = append(s.Nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{
-				"cloud.google.com/gke-nodepool": pool, "MultisliceGroup": "big", "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
-				"cloud.google.com/gke-tpu-topology": "4x4x4", "node.kubernetes.io/instance-type": "ct4p-hightpu-4t"}},
-				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}})
+			s.Nodes = append(s.Nodes, testobj.Node(node, testobj.TPUHost(pool, "4x4x4", "big")))
 			s.Pods = append(s.Pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-slice-0-%d-abcde", js, h), Labels: labels,
 				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(h)}},
 				Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})

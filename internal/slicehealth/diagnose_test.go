@@ -9,19 +9,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 func node(name string, ready bool, since time.Time, edit func(*corev1.Node)) corev1.Node {
-	status := corev1.ConditionTrue
+	edits := []func(*corev1.Node){testobj.ReadySince(since)}
 	if !ready {
-		status = corev1.ConditionFalse
+		edits[0] = testobj.NotReadySince(since)
 	}
-	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(since)}}}}
 	if edit != nil {
-		edit(&n)
+		edits = append(edits, edit)
 	}
-	return n
+	return testobj.Node(name, edits...)
 }
 
 func TestDiagnose(t *testing.T) {

@@ -7,22 +7,16 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 func node(name, pool string, ready bool, edit ...func(*corev1.Node)) corev1.Node {
-	status := corev1.ConditionTrue
+	edits := []func(*corev1.Node){testobj.TPUHost(pool, "2x2x2", "g1")}
 	if !ready {
-		status = corev1.ConditionFalse
+		edits = append(edits, testobj.NotReady)
 	}
-	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"cloud.google.com/gke-nodepool": pool, "MultisliceGroup": "g1",
-		"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2",
-		"node.kubernetes.io/instance-type": "ct4p-hightpu-4t"}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}}}
-	for _, e := range edit {
-		e(&n)
-	}
-	return n
+	return testobj.Node(name, append(edits, edit...)...)
 }
 
 func TestFleet(t *testing.T) {

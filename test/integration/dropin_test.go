@@ -19,6 +19,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -53,7 +54,7 @@ func TestDropIn(t *testing.T) {
 
 	t.Run("elastic: refusals as upstream's", func(t *testing.T) {
 		ns := env.Namespace(t)
-		js := framework.NewJobSet(ns, "e").ReplicatedJob("w", 2, 2).Obj()
+		js := testobj.NewJobSet(ns, "e").ReplicatedJob("w", 2, 2).Obj()
 		if err := env.Client.Create(ctx, js); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestDropIn(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				if tc.name == "NonIndexed" {
-					nonIndexed := framework.NewJobSet(ns, "non-indexed").ReplicatedJob("w", 1, 2).
+					nonIndexed := testobj.NewJobSet(ns, "non-indexed").ReplicatedJob("w", 1, 2).
 						LastReplicatedJob(func(rj *api.ReplicatedJob) { rj.Template.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion) }).Obj()
 					if err := env.Client.Create(ctx, nonIndexed); client.IgnoreAlreadyExists(err) != nil {
 						t.Fatal(err)
@@ -98,7 +99,7 @@ func TestDropIn(t *testing.T) {
 
 	t.Run("elastic: parallelism and replicas reach the child Jobs", func(t *testing.T) {
 		ns := env.Namespace(t)
-		if err := env.Client.Create(ctx, framework.NewJobSet(ns, "e").ReplicatedJob("w", 2, 2).Obj()); err != nil {
+		if err := env.Client.Create(ctx, testobj.NewJobSet(ns, "e").ReplicatedJob("w", 2, 2).Obj()); err != nil {
 			t.Fatal(err)
 		}
 		framework.Eventually(t, wait, func(context.Context) (bool, string) {
@@ -131,7 +132,7 @@ func TestDropIn(t *testing.T) {
 
 	t.Run("elastic: a finished JobSet cannot scale", func(t *testing.T) {
 		ns := env.Namespace(t)
-		if err := env.Client.Create(ctx, framework.NewJobSet(ns, "done").ReplicatedJob("w", 1, 1).Obj()); err != nil {
+		if err := env.Client.Create(ctx, testobj.NewJobSet(ns, "done").ReplicatedJob("w", 1, 1).Obj()); err != nil {
 			t.Fatal(err)
 		}
 		var jobs []batchv1.Job
@@ -153,7 +154,7 @@ func TestDropIn(t *testing.T) {
 
 	t.Run("InOrder: created suspended gets every Job; resume and restarts start in order", func(t *testing.T) {
 		ns := env.Namespace(t)
-		js := framework.NewJobSet(ns, "o").ReplicatedJob("a", 1, 1).ReplicatedJob("b", 2, 1).ReplicatedJob("c", 1, 1).
+		js := testobj.NewJobSet(ns, "o").ReplicatedJob("a", 1, 1).ReplicatedJob("b", 2, 1).ReplicatedJob("c", 1, 1).
 			FailurePolicy(2).Suspend(true).Edit(func(js *api.JobSet) {
 			js.Spec.StartupPolicy = &api.StartupPolicy{StartupPolicyOrder: api.InOrder}
 		}).Obj()
@@ -224,7 +225,7 @@ func TestDropIn(t *testing.T) {
 
 	t.Run("RestartJob restarts only the failed Job", func(t *testing.T) {
 		ns := env.Namespace(t)
-		js := framework.NewJobSet(ns, "r").ReplicatedJob("w", 3, 1).
+		js := testobj.NewJobSet(ns, "r").ReplicatedJob("w", 3, 1).
 			FailurePolicy(3, api.FailurePolicyRule{Name: "one", Action: api.RestartJob}).Obj()
 		if err := env.Client.Create(ctx, js); err != nil {
 			t.Fatal(err)
@@ -259,7 +260,7 @@ func TestDropIn(t *testing.T) {
 	t.Run("a repeated warning is one Event series", func(t *testing.T) {
 		ns := env.Namespace(t)
 		// The apiserver refuses the Job: dnsPolicy is not one it knows.
-		js := framework.NewJobSet(ns, "bad").ReplicatedJob("w", 1, 1).
+		js := testobj.NewJobSet(ns, "bad").ReplicatedJob("w", 1, 1).
 			LastReplicatedJob(func(rj *api.ReplicatedJob) { rj.Template.Spec.Template.Spec.DNSPolicy = "Bogus" }).Obj()
 		if err := env.Client.Create(ctx, js); err != nil {
 			t.Fatal(err)
@@ -282,7 +283,7 @@ func TestDropIn(t *testing.T) {
 
 	t.Run("a template the API server refuses says so in a condition", func(t *testing.T) {
 		ns := env.Namespace(t)
-		js := framework.NewJobSet(ns, "refused").ReplicatedJob("w", 1, 1).
+		js := testobj.NewJobSet(ns, "refused").ReplicatedJob("w", 1, 1).
 			LastReplicatedJob(func(rj *api.ReplicatedJob) { rj.Template.Spec.Template.Spec.DNSPolicy = "Bogus" }).Obj()
 		if err := env.Client.Create(ctx, js); err != nil {
 			t.Fatal(err)
@@ -296,7 +297,7 @@ func TestDropIn(t *testing.T) {
 
 	t.Run("execution attempts: first start, resume, restart", func(t *testing.T) {
 		ns := env.Namespace(t)
-		js := framework.NewJobSet(ns, "x").ReplicatedJob("w", 2, 1).FailurePolicy(3).Obj()
+		js := testobj.NewJobSet(ns, "x").ReplicatedJob("w", 2, 1).FailurePolicy(3).Obj()
 		if err := env.Client.Create(ctx, js); err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +336,7 @@ func TestDropIn(t *testing.T) {
 	t.Run("re-applying the same manifest without defaults changes nothing", func(t *testing.T) {
 		ns := env.Namespace(t)
 		manifest := func() *api.JobSet {
-			js := framework.NewJobSet(ns, "again").ReplicatedJob("w", 2, 1).Obj()
+			js := testobj.NewJobSet(ns, "again").ReplicatedJob("w", 2, 1).Obj()
 			js.Spec.ReplicatedJobs[0].Template.Spec.CompletionMode = nil
 			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.RestartPolicy = ""
 			return js
@@ -378,7 +379,7 @@ func TestControllersAndWebhooksApart(t *testing.T) {
 	t.Run("webhooks only", func(t *testing.T) {
 		env := framework.StartEnvWith(t, func(o *manager.Options) { o.NoControllers = true })
 		ns := env.Namespace(t)
-		js := framework.NewJobSet(ns, "w").ReplicatedJob("w", 1, 1).Obj()
+		js := testobj.NewJobSet(ns, "w").ReplicatedJob("w", 1, 1).Obj()
 		js.Spec.SuccessPolicy = nil
 		if err := env.Client.Create(ctx, js); err != nil {
 			t.Fatal(err)
@@ -394,7 +395,7 @@ func TestControllersAndWebhooksApart(t *testing.T) {
 	t.Run("controllers only", func(t *testing.T) {
 		env := framework.StartEnvWith(t, func(o *manager.Options) { o.NoWebhooks = true })
 		ns := env.Namespace(t)
-		js := framework.NewJobSet(ns, "c").ReplicatedJob("w", 2, 1).Obj()
+		js := testobj.NewJobSet(ns, "c").ReplicatedJob("w", 2, 1).Obj()
 		if err := env.Client.Create(ctx, js); err != nil {
 			t.Fatal(err)
 		}

@@ -25,12 +25,13 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
 // inPlaceJobSet is replicas x pods workers shaped for InPlaceRestart.
 func inPlaceJobSet(ns, name string, replicas, pods int32) *api.JobSet {
-	return framework.NewJobSet(ns, name).ReplicatedJob("w", replicas, pods).Edit(func(js *api.JobSet) {
+	return testobj.NewJobSet(ns, name).ReplicatedJob("w", replicas, pods).Edit(func(js *api.JobSet) {
 		js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: 3, RestartStrategy: api.InPlaceRestart}
 		s := &js.Spec.ReplicatedJobs[0].Template.Spec
 		s.BackoffLimit, s.PodReplacementPolicy = ptr.To(int32(math.MaxInt32)), ptr.To(batchv1.Failed)

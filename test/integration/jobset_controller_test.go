@@ -23,6 +23,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -74,7 +75,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("child jobs, labels, service", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 3, 2).
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 3, 2).
 			Edit(func(js *api.JobSet) {
 				// The node-selector strategy: exclusive placement on pre-labelled nodes.
 				js.Annotations = map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool", api.NodeSelectorStrategyKey: "true"}
@@ -132,7 +133,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("success policy All completes when every job completes", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).Obj())
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).Obj())
 		jobs := waitJobs(t, ns, "js", 2)
 		env.SetJobStatus(t, &jobs[0], batchv1.JobComplete, "", "")
 		time.Sleep(500 * time.Millisecond)
@@ -148,7 +149,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("success policy Any with targets", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 2, 1).
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 2, 1).
 			Edit(func(js *api.JobSet) {
 				js.Spec.SuccessPolicy = &api.SuccessPolicy{Operator: api.OperatorAny, TargetReplicatedJobs: []string{"driver"}}
 			}).Obj())
@@ -172,7 +173,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("no failure policy: first failure fails the jobset", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).Obj())
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).Obj())
 		jobs := waitJobs(t, ns, "js", 2)
 		env.SetJobStatus(t, &jobs[1], batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "boom")
 		js := waitCondition(t, ns, "js", api.JobSetFailed, metav1.ConditionTrue, "FailedJobs")
@@ -188,7 +189,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("RestartJobSet restarts all jobs until maxRestarts", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("w", 3, 2).FailurePolicy(1).Obj())
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("w", 3, 2).FailurePolicy(1).Obj())
 		jobs := waitJobs(t, ns, "js", 3)
 		env.SetJobStatus(t, &jobs[0], batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "pod failed")
 		js := waitCondition(t, ns, "js", api.JobSetRestartingJobSet, metav1.ConditionTrue, "DefaultFailurePolicy")
@@ -210,7 +211,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("rules: FailJobSet on a reason, ignore-max restarts, patterns and targets", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("a", 1, 1).ReplicatedJob("b", 1, 1).FailurePolicy(0,
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("a", 1, 1).ReplicatedJob("b", 1, 1).FailurePolicy(0,
 			api.FailurePolicyRule{Name: "oomOnA", Action: api.FailJobSet, OnJobFailureMessagePatterns: []string{"OOM.*"}, TargetReplicatedJobs: []string{"a"}},
 			api.FailurePolicyRule{Name: "evicted", Action: api.RestartJobSetAndIgnoreMaxRestarts, OnJobFailureReasons: []string{batchv1.JobReasonBackoffLimitExceeded}},
 			api.FailurePolicyRule{Name: "fatal", Action: api.FailJobSet, OnJobFailureReasons: []string{batchv1.JobReasonPodFailurePolicy}},
@@ -238,7 +239,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("BlockingRecreate waits for every old job to go", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).FailurePolicy(3).
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).FailurePolicy(3).
 			Edit(func(js *api.JobSet) { js.Spec.FailurePolicy.RestartStrategy = api.BlockingRecreate }).Obj())
 		jobs := waitJobs(t, ns, "js", 2)
 		// Keep one old Job around with a finalizer the test controls.
@@ -268,7 +269,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("suspend creates suspended jobs; resume propagates the pod template", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).Suspend(true).Obj())
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).Suspend(true).Obj())
 		jobs := waitJobs(t, ns, "js", 2)
 		for _, j := range jobs {
 			if !ptr.Deref(j.Spec.Suspend, false) {
@@ -297,7 +298,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("dependsOn waits for the dependency to complete", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("init", 1, 1).ReplicatedJob("train", 2, 1).
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("init", 1, 1).ReplicatedJob("train", 2, 1).
 			LastReplicatedJob(func(rj *api.ReplicatedJob) {
 				rj.DependsOn = []api.DependsOn{{Name: "init", Status: api.DependencyComplete}}
 			}).Obj())
@@ -313,7 +314,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("startupPolicy InOrder", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("leader", 1, 1).ReplicatedJob("workers", 2, 1).
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("leader", 1, 1).ReplicatedJob("workers", 2, 1).
 			Edit(func(js *api.JobSet) { js.Spec.StartupPolicy = &api.StartupPolicy{StartupPolicyOrder: api.InOrder} }).Obj())
 		jobs := waitJobs(t, ns, "js", 1)
 		waitCondition(t, ns, "js", api.JobSetStartupPolicyInProgress, metav1.ConditionTrue, "InOrderStartupPolicyInProgress")
@@ -329,7 +330,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("ttlSecondsAfterFinished deletes the jobset", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("w", 1, 1).
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("w", 1, 1).
 			Edit(func(js *api.JobSet) { js.Spec.TTLSecondsAfterFinished = ptr.To(int32(2)) }).Obj())
 		jobs := waitJobs(t, ns, "js", 1)
 		env.SetJobStatus(t, &jobs[0], batchv1.JobComplete, "", "")
@@ -347,7 +348,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("managedBy another controller is left alone", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("w", 2, 1).
 			Edit(func(js *api.JobSet) { js.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue") }).Obj())
 		time.Sleep(2 * time.Second)
 		if n := len(env.Jobs(t, ns, "js")); n != 0 {
@@ -360,7 +361,7 @@ func TestJobSetController(t *testing.T) {
 
 	t.Run("volumeClaimPolicies create the claim and mount it", func(t *testing.T) {
 		ns := env.Namespace(t)
-		create(t, framework.NewJobSet(ns, "js").ReplicatedJob("w", 1, 1).
+		create(t, testobj.NewJobSet(ns, "js").ReplicatedJob("w", 1, 1).
 			LastReplicatedJob(func(rj *api.ReplicatedJob) {
 				rj.Template.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ckpt", MountPath: "/ckpt"}}
 			}).

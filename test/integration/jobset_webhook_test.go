@@ -18,6 +18,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -37,7 +38,7 @@ func TestJobSetWebhook(t *testing.T) {
 	ns := env.Namespace(t)
 
 	t.Run("defaults", func(t *testing.T) {
-		js := framework.NewJobSet(ns, "defaults").ReplicatedJob("w", 1, 1).FailurePolicy(1,
+		js := testobj.NewJobSet(ns, "defaults").ReplicatedJob("w", 1, 1).FailurePolicy(1,
 			api.FailurePolicyRule{Action: api.FailJobSet}, api.FailurePolicyRule{Action: api.RestartJobSet}).Obj()
 		js.Spec.ReplicatedJobs[0].Template.Spec.CompletionMode = nil
 		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.RestartPolicy = ""
@@ -91,7 +92,7 @@ func TestJobSetWebhook(t *testing.T) {
 
 	// Each invalid variant is refused with a message naming the field.
 	base := func() *api.JobSet {
-		return framework.NewJobSet(ns, "bad").ReplicatedJob("leader", 1, 1).ReplicatedJob("workers", 2, 2).Obj()
+		return testobj.NewJobSet(ns, "bad").ReplicatedJob("leader", 1, 1).ReplicatedJob("workers", 2, 2).Obj()
 	}
 	refusals := []struct {
 		name  string
@@ -183,7 +184,7 @@ func TestJobSetWebhook(t *testing.T) {
 	}
 
 	t.Run("updates", func(t *testing.T) {
-		js := framework.NewJobSet(ns, "immutable").ReplicatedJob("w", 2, 1).FailurePolicy(1).Obj()
+		js := testobj.NewJobSet(ns, "immutable").ReplicatedJob("w", 2, 1).FailurePolicy(1).Obj()
 		if err := env.Client.Create(ctx, js); err != nil {
 			t.Fatal(err)
 		}

@@ -13,24 +13,20 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func jobSet(replicas int32, edit ...func(*api.JobSet)) *api.JobSet {
-	js := &api.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns", UID: "uid-1"},
-		Spec: api.JobSetSpec{
-			Network: &api.Network{EnableDNSHostnames: ptr.To(true)},
-			ReplicatedJobs: []api.ReplicatedJob{{Name: "w", Replicas: replicas, Template: batchv1.JobTemplateSpec{
-				Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2))},
-			}}},
-		},
-	}
+	b := testobj.NewJobSet("ns", "js").ReplicatedJob("w", replicas, 2).Edit(func(js *api.JobSet) {
+		js.UID = "uid-1"
+		js.Spec.Network = &api.Network{EnableDNSHostnames: ptr.To(true)}
+	})
 	for _, e := range edit {
-		e(js)
+		b.Edit(e)
 	}
-	return js
+	return b.Obj()
 }
 
 // childJobs builds the current Jobs of js, with outcome per index ("" active).

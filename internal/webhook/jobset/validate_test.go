@@ -5,23 +5,15 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
-func elasticJobSet() *api.JobSet {
-	return &api.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns"},
-		Spec: api.JobSetSpec{ReplicatedJobs: []api.ReplicatedJob{{Name: "w", Replicas: 2, Template: batchv1.JobTemplateSpec{
-			Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2)), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}},
-		}}}},
-	}
-}
+func elasticJobSet() *api.JobSet { return testobj.NewJobSet("ns", "js").ReplicatedJob("w", 2, 2).Obj() }
 
 func TestValidateUpdateElastic(t *testing.T) {
 	on := features.Gates{ElasticJobSet: true}
