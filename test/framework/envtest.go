@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -32,18 +33,8 @@ type Env struct {
 	Client client.Client
 }
 
-// RequireEnvtest skips unless the control-plane binaries are built, and
-// fails when MULTISLICE_E2E=1 promised they would be.
-func envtestAssets(t testing.TB) string {
-	dir := filepath.Join(BinDir(t), "envtest-"+versions.Kubernetes+"-"+versions.Etcd)
-	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
-		if os.Getenv("MULTISLICE_E2E") == "1" {
-			t.Fatalf("envtest binaries missing in %s: run `make binaries`", dir)
-		}
-		t.Skip("integration test: run `make test` (it builds the control plane)")
-	}
-	return dir
-}
+// ErrNoBinaries: the control-plane binaries envtest runs are not built.
+var ErrNoBinaries = errors.New("envtest binaries missing: run `make binaries` (make test builds them)")
 
 // StartEnv starts the apiserver and the manager with the given feature gates.
 func StartEnv(t testing.TB, gates features.Gates) *Env {
@@ -52,68 +43,126 @@ func StartEnv(t testing.TB, gates features.Gates) *Env {
 }
 
 // StartEnvWith starts the apiserver and the manager with its options edited
-// by edit (e.g. the webhooks alone).
+// by edit (e.g. the webhooks alone), for one test: it stops with the test.
 func StartEnvWith(t testing.TB, edit func(*manager.Options)) *Env {
 	t.Helper()
+	env, stop, err := NewEnv(edit)
+	SkipOrFail(t, err)
+	t.Cleanup(stop)
+	return env
+}
+
+// SkipOrFail ends a test that has no environment: it skips when the
+// binaries are not built, unless MULTISLICE_E2E=1 promised they would be.
+func SkipOrFail(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNoBinaries) && os.Getenv("MULTISLICE_E2E") != "1":
+		t.Skip("integration test: run `make test` (it builds the control plane)")
+	default:
+		t.Fatal(err)
+	}
+}
+
+// NewEnv starts the apiserver and the manager with its options edited by
+// edit; stop ends both. A package's TestMain can share one among its tests.
+func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: envtestAssets(t),
-		CRDDirectoryPaths:     []string{filepath.Join(filepath.Dir(BinDir(t)), "config", "crd", "bases")},
+	root, err := repoRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	bin := filepath.Join(root, "bin")
+	if d := os.Getenv("MULTISLICE_BIN_DIR"); d != "" {
+		bin = d
+	}
+	assets := filepath.Join(bin, "envtest-"+versions.Kubernetes+"-"+versions.Etcd)
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, nil, fmt.Errorf("%w (%s)", ErrNoBinaries, assets)
+	}
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
-	cfg, err := env.Start()
+	cfg, err := te.Start()
 	if err != nil {
-		t.Fatalf("start envtest: %v", err)
+		return nil, nil, fmt.Errorf("start envtest: %w", err)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
+	stops = append(stops, func() { _ = te.Stop() })
 	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "multislice-system"}}
-	if err := c.Create(ctx, ns); err != nil {
-		t.Fatal(err)
+	if err := c.Create(context.Background(), ns); err != nil {
+		return nil, nil, err
 	}
-	ports := FreePorts(t, 3)
-	done := make(chan struct{})
-	var runErr error
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, nil, err
+	}
+	certs, err := os.MkdirTemp("", "envtest-certs-")
+	if err != nil {
+		return nil, nil, err
+	}
+	stops = append(stops, func() { _ = os.RemoveAll(certs) })
 	o := manager.Options{
 		SkipNameValidation: true, GroupLabel: "MultisliceGroup", GroupSizeLabel: "MultisliceGroupSize", SliceGrace: 10 * time.Second,
 		Namespace: "multislice-system", MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		ProbeAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), WebhookHost: "127.0.0.1", WebhookPort: ports[0],
-		CertDir:  t.TempDir(),
+		CertDir:  certs,
 		Endpoint: manager.Endpoint{URLBase: fmt.Sprintf("https://127.0.0.1:%d", ports[0])},
 		Workers:  4, QPS: 500, Burst: 500,
 	}
 	edit(&o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var runErr error
 	go func() {
 		defer close(done)
 		runErr = manager.Run(ctx, cfg, o)
 	}()
-	t.Cleanup(func() {
+	stops = append(stops, func() {
 		cancel()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
+			fmt.Fprintln(os.Stderr, "envtest: the manager did not stop within 30s")
 		}
 	})
-	Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+	// readyz includes the webhook server's check when it serves webhooks.
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2])
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		select {
 		case <-done:
-			t.Fatalf("manager exited: %v", runErr)
+			return nil, nil, fmt.Errorf("manager exited: %v", runErr)
 		default:
 		}
-		// readyz includes the webhook server's check when it serves webhooks.
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2]))
-		if err != nil {
-			return false, "manager not ready: " + err.Error()
+		resp, err := http.Get(readyz)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, "readyz: " + resp.Status
-	})
-	return &Env{Config: cfg, Client: c}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("manager not ready after 60s (%s: %v)", readyz, err)
+		}
+	}
+	return &Env{Config: cfg, Client: c}, stop, nil
 }
 
 // Namespace creates a fresh namespace for one test case.
@@ -127,14 +176,22 @@ func (e *Env) Namespace(t testing.TB) string {
 
 // FreePorts are n loopback ports free right now.
 func FreePorts(t testing.TB, n int) []int {
+	ports, err := freePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports
+}
+
+func freePorts(n int) ([]int, error) {
 	var out []int
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		defer l.Close()
 		out = append(out, l.Addr().(*net.TCPAddr).Port)
 	}
-	return out
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,14 +29,22 @@ func BinDir(t testing.TB) string {
 	if d := os.Getenv("MULTISLICE_BIN_DIR"); d != "" {
 		return d
 	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "bin")
+}
+
+// repoRoot is the directory of go.mod, above the working directory.
+func repoRoot() (string, error) {
 	wd, _ := os.Getwd()
 	for dir := wd; dir != "/"; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "bin")
+			return dir, nil
 		}
 	}
-	t.Fatal("cannot find the repository root")
-	return ""
+	return "", errors.New("cannot find the repository root (no go.mod above " + wd + ")")
 }
 
 // RequireE2E skips unless the suite was asked for (make test sets

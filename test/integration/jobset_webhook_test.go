@@ -17,9 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/testobj"
-	"github.com/multislice/multislice/test/framework"
 )
 
 // tpuSlices makes replicated job 1 (2 replicas of 2 pods) a v4 TPU slice.
@@ -33,7 +31,7 @@ func tpuSlices(js *api.JobSet, topology, chips string, backoff int32) {
 }
 
 func TestJobSetWebhook(t *testing.T) {
-	env := framework.StartEnv(t, features.Defaults())
+	env := sharedEnv(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 
