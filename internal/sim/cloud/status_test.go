@@ -1,0 +1,74 @@
+package cloud
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/testobj"
+)
+
+func hosts(pool string, n int, edits ...func(*corev1.Node)) []corev1.Node {
+	var out []corev1.Node
+	for i := range n {
+		out = append(out, testobj.Node(pool+"-"+string(rune('a'+i)), append([]func(*corev1.Node){testobj.TPUHost(pool, "2x2x2", "g")}, edits...)...))
+	}
+	return out
+}
+
+func TestGrade(t *testing.T) {
+	maintenance := testobj.Labels(map[string]string{gke.ActiveMaintenanceLabel: "ONGOING"})
+	for _, c := range []struct {
+		name  string
+		nodes []corev1.Node
+		want  string
+	}{
+		{"every host Ready", hosts("np", 2), ""},
+		{"no host", nil, "every host is gone"},
+		{"one of two gone", hosts("np", 1), "1 of its 2 hosts are gone"},
+		{"a host NotReady, graded at once (no grace, unlike slice health)", append(hosts("np", 1), testobj.Node("np-z", testobj.NotReadySince(time.Now()))), "host np-z is NotReady"},
+		{"a host in maintenance", append(hosts("np", 1), testobj.Node("np-z", maintenance)), "maintenance"},
+		{"a host cordoned", append(hosts("np", 1), testobj.Node("np-z", testobj.Cordoned)), "cordoned"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := grade(c.nodes, 2)
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Fatalf("grade = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	pool := func(name string) fleet.Resolved {
+		r, err := fleet.Resolve(fleet.Pool{Name: name, Accelerator: "tpu-v4-podslice", Topology: "2x2x2",
+			Labels: map[string]string{gke.MultisliceGroupLabel: "g", gke.MultisliceGroupSizeLabel: "2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	pools := []fleet.Resolved{pool("np-a"), pool("np-b"), pool("np-c")}
+	nodes := append(append(hosts("np-a", 2), hosts("np-b", 2)...), hosts("np-c", 1, testobj.NotReady)...)
+	statuses, groups, err := Summarize(pools, nodes, fleet.GroupLabels{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range statuses {
+		got = append(got, s.Name+" "+s.Problem)
+	}
+	if want := "np-a |np-b |np-c 1 of its 2 hosts are gone"; strings.Join(got, "|") != want {
+		t.Errorf("pools %q, want %q", strings.Join(got, "|"), want)
+	}
+	if statuses[2].Present != 1 || statuses[2].Ready != 0 {
+		t.Errorf("np-c present %d ready %d", statuses[2].Present, statuses[2].Ready)
+	}
+	if len(groups) != 1 || groups[0].HealthySlice != 2 || !groups[0].Complete() {
+		t.Errorf("groups %+v", groups)
+	}
+}
