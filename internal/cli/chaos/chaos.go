@@ -120,6 +120,9 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cloud.CheckRepairDelay("--delay", delay); err != nil {
+				return err
+			}
 			cfg, err := componentConfig(f)
 			if err != nil {
 				return err

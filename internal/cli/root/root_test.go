@@ -64,6 +64,21 @@ func TestCommands(t *testing.T) {
 		{args: []string{"chaos", "preempt"}, code: 1, stderr: "nodepool", stdoutEmpty: true},
 		{args: []string{"nodepool", "create", "np"}, code: 1, stderr: "machine-type", stdoutEmpty: true},
 		{args: []string{"down", "extra"}, code: 1, stderr: "unknown command", stdoutEmpty: true},
+
+		// up, the manager and the hidden components refuse bad sizes and switches before starting anything.
+		{args: []string{"up", "--repair-delay=-1s"}, code: 1, stderr: "--repair-delay=-1s: want 0s to 1h0m0s", stdoutEmpty: true},
+		{args: []string{"up", "--timeout=0s"}, code: 1, stderr: "--timeout=0s: want 1s to 1h", stdoutEmpty: true},
+		{args: []string{"up", "--apiserver-port=70000"}, code: 1, stderr: "--apiserver-port 70000", stdoutEmpty: true},
+		{args: []string{"up", "--feature-gates=NoSuchGate=true"}, code: 1, stderr: "NoSuchGate", stdoutEmpty: true},
+		{args: []string{"up", "--fleet=/nonexistent/fleet.yaml"}, code: 1, stderr: "/nonexistent/fleet.yaml", stdoutEmpty: true},
+		{args: []string{"up", "--print-default-fleet"}, stdout: "kind: Fleet"},
+		{args: []string{"cloud-repair", "--delay=2h"}, code: 1, stderr: "--delay=2h0m0s: want 0s to 1h0m0s", stdoutEmpty: true},
+		{args: []string{"manager", "--controllers=none", "--webhooks=none"}, code: 1, stderr: "leave nothing to run", stdoutEmpty: true},
+		{args: []string{"manager", "--webhooks=some"}, code: 1, stderr: `--webhooks="some": want all or none`, stdoutEmpty: true},
+		{args: []string{"manager", "--in-place-restart-timeout=2h"}, code: 1, stderr: "--in-place-restart-timeout=2h0m0s: want 1s to 1h", stdoutEmpty: true},
+		{args: []string{"manager", "--feature-gates=InPlaceRestart=maybe"}, code: 1, stderr: "InPlaceRestart", stdoutEmpty: true},
+		{args: []string{"manager", "--help"}, stdout: "--feature-gates"},
+		{args: []string{"agent", "extra"}, code: 1, stderr: "unknown command", stdoutEmpty: true},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer

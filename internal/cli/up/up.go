@@ -79,6 +79,12 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	if opts.APIServerPort < 0 || opts.APIServerPort > 65535 {
 		return fmt.Errorf("--apiserver-port %d: must be 1 to 65535 (0 picks a free one)", opts.APIServerPort)
 	}
+	if err := cloud.CheckRepairDelay("--repair-delay", opts.RepairDelay); err != nil {
+		return err
+	}
+	if opts.Timeout < time.Second || opts.Timeout > time.Hour {
+		return fmt.Errorf("--timeout=%s: want 1s to 1h", opts.Timeout)
+	}
 	cfg := fleet.Default()
 	if opts.FleetFile != "" {
 		var err error

@@ -23,6 +23,18 @@ import (
 
 const unavailableKey = "unavailable.json"
 
+// MaxRepairDelay bounds how long the simulated cloud may take to repair.
+const MaxRepairDelay = time.Hour
+
+// CheckRepairDelay refuses a repair delay outside 0 to MaxRepairDelay,
+// naming the flag that set it.
+func CheckRepairDelay(flag string, d time.Duration) error {
+	if d < 0 || d > MaxRepairDelay {
+		return fmt.Errorf("%s=%s: want 0s to %s (0 repairs at once)", flag, d, MaxRepairDelay)
+	}
+	return nil
+}
+
 // Repairer heals broken slices as GKE does: after Delay the whole slice is
 // torn down and created anew, but only when capacity allows.
 type Repairer struct {
