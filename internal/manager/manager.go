@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -341,23 +342,21 @@ type certRenewer struct {
 func (c *certRenewer) NeedLeaderElection() bool { return false }
 
 func (c *certRenewer) Start(ctx context.Context) error {
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			ca, err := certs.Ensure(ctx, c.client, certOptions(c.options), time.Now())
-			if err == nil && !bytes.Equal(ca, c.bundle) {
-				if err = InstallWebhooks(ctx, c.client, c.options.Endpoint, ca); err == nil {
-					c.bundle = ca
-				}
-			}
-			if err != nil {
-				ctrl.Log.Error(err, "renew webhook certificate")
-			}
+	wait.UntilWithContext(ctx, c.renew, time.Minute)
+	return nil
+}
+
+// renew rewrites the certificate when it nears expiry, and the webhook
+// configurations when its CA changed.
+func (c *certRenewer) renew(ctx context.Context) {
+	ca, err := certs.Ensure(ctx, c.client, certOptions(c.options), time.Now())
+	if err == nil && !bytes.Equal(ca, c.bundle) {
+		if err = InstallWebhooks(ctx, c.client, c.options.Endpoint, ca); err == nil {
+			c.bundle = ca
 		}
+	}
+	if err != nil && ctx.Err() == nil {
+		ctrl.Log.Error(err, "renew webhook certificate")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -54,18 +55,12 @@ func (r *Repairer) Run(ctx context.Context) error {
 	if err := r.watch(ctx); err != nil {
 		return err
 	}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			if err := r.step(ctx, time.Now()); err != nil {
-				fmt.Fprintf(r.Log, "%s repair: %v\n", time.Now().Format(time.RFC3339), err)
-			}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := r.step(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(r.Log, "%s repair: %v\n", time.Now().Format(time.RFC3339), err)
 		}
-	}
+	}, 500*time.Millisecond)
+	return nil
 }
 
 // watch starts informers on the cloud's records and on the nodes' labels:
