@@ -31,29 +31,39 @@ type Snapshot struct {
 
 // Page is everything the dashboard shows; /api/page serves it as JSON.
 type Page struct {
-	Updated   time.Time
-	Summary   Summary
-	Fleet     []view.Group
-	Queue     []Waiting
-	Workloads []Workload
+	Updated   time.Time    `json:"updated"`
+	Summary   Summary      `json:"summary"`
+	Fleet     []view.Group `json:"fleet"`
+	Queue     []Waiting    `json:"queue"`
+	Workloads []Workload   `json:"workloads"`
 }
 
 // Summary is the header line.
 type Summary struct {
-	Nodes, ReadyNodes, Pools, SparePools, JobSets, Waiting, Restarting, Failed int
+	Nodes      int `json:"nodes"`
+	ReadyNodes int `json:"readyNodes"`
+	Pools      int `json:"pools"`
+	SparePools int `json:"sparePools"`
+	JobSets    int `json:"jobSets"`
+	Waiting    int `json:"waiting"`
+	Restarting int `json:"restarting"`
+	Failed     int `json:"failed"`
 }
 
 // Waiting is a JobSet in the queue for capacity.
 type Waiting struct {
-	Namespace, Name, Reason string
-	Since                   time.Time
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Reason    string    `json:"reason"`
+	Since     time.Time `json:"since"`
 }
 
 // Workload is one JobSet: its slices x workers, conditions and timeline.
 type Workload struct {
 	view.JobSet
-	Running, Workers int
-	Timeline         []view.Entry
+	Running  int          `json:"running"`
+	Workers  int          `json:"workers"`
+	Timeline []view.Entry `json:"timeline"`
 }
 
 // Build is the pure part of the dashboard.

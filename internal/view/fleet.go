@@ -24,24 +24,27 @@ const (
 // Group is a multislice group (nodes labelled MultisliceGroup) or, for
 // nodes without one, the rest of the cluster.
 type Group struct {
-	Name  string
-	Pools []Pool
+	Name  string `json:"name"`
+	Pools []Pool `json:"pools"`
 }
 
 // Pool is a node pool: one TPU slice.
 type Pool struct {
-	Name, Accelerator, Topology string
+	Name        string `json:"name"`
+	Accelerator string `json:"accelerator"`
+	Topology    string `json:"topology"`
 	// Holder is the JobSet ("namespace/name") whose slice is placed here.
-	Holder string
+	Holder string `json:"holder"`
 	// State is the worst state of its hosts.
-	State string
-	Hosts []Host
+	State string `json:"state"`
+	Hosts []Host `json:"hosts"`
 }
 
 // Host is one node of a pool.
 type Host struct {
-	Name, State string
-	Holder      string `json:",omitempty"`
+	Name   string `json:"name"`
+	State  string `json:"state"`
+	Holder string `json:"holder,omitempty"`
 }
 
 // Fleet groups the nodes into multislice groups and node pools, with the

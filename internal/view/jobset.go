@@ -21,29 +21,37 @@ import (
 // JobSet is a JobSet at a glance: slices x workers; `status -o json`
 // prints it and the dashboard draws it.
 type JobSet struct {
-	Name, Namespace, State string
-	Restarts, MaxRestarts  int32
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	State       string `json:"state"`
+	Restarts    int32  `json:"restarts"`
+	MaxRestarts int32  `json:"maxRestarts"`
 	// InPlaceAttempt is the current in-place restart attempt (KEP-467), if any.
-	InPlaceAttempt *int32 `json:",omitempty"`
-	Slices         []Slice
-	Conditions     []metav1.Condition
-	Events         []string
+	InPlaceAttempt *int32             `json:"inPlaceAttempt,omitempty"`
+	Slices         []Slice            `json:"slices"`
+	Conditions     []metav1.Condition `json:"conditions"`
+	Events         []string           `json:"events"`
 }
 
 // Slice is one child Job: its domain and its workers.
 type Slice struct {
-	Job, ReplicatedJob, Domain string
-	Index, Attempt             int
-	Workers                    []Worker
+	Job           string   `json:"job"`
+	ReplicatedJob string   `json:"replicatedJob"`
+	Domain        string   `json:"domain"`
+	Index         int      `json:"index"`
+	Attempt       int      `json:"attempt"`
+	Workers       []Worker `json:"workers"`
 }
 
 // Worker is one pod of a slice.
 type Worker struct {
-	Index            int
-	Pod, Node, Phase string
-	Attempt          int
+	Index   int    `json:"index"`
+	Pod     string `json:"pod"`
+	Node    string `json:"node"`
+	Phase   string `json:"phase"`
+	Attempt int    `json:"attempt"`
 	// InPlaceAttempt is the attempt the pod's in-place restart agent reported.
-	InPlaceAttempt string `json:",omitempty"`
+	InPlaceAttempt string `json:"inPlaceAttempt,omitempty"`
 }
 
 // Summarize builds the view of one JobSet from its Jobs, pods and events.

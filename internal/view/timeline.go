@@ -22,13 +22,13 @@ const (
 
 // Entry is one step of a JobSet's history.
 type Entry struct {
-	Time    time.Time
-	Kind    string
-	Reason  string
-	Message string
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
 	// Since is the time from the fault (or restart) that began this
 	// episode; zero outside an episode.
-	Since time.Duration
+	Since time.Duration `json:"since"`
 }
 
 // kindOf sorts the JobSet's events by reason.

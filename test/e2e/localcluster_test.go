@@ -56,6 +56,18 @@ func TestLocalCluster(t *testing.T) {
 			t.Errorf("status:\n%s", out)
 		}
 		t.Logf("\n%s", out)
+		// The same as one document for scripts, camelCase as kubectl's.
+		var doc map[string][]map[string]any
+		if err := json.Unmarshal([]byte(c.MustRun("status", "-o", "json")), &doc); err != nil {
+			t.Fatalf("status -o json: %v", err)
+		}
+		if len(doc["components"]) != 8 || doc["components"][0]["running"] != true || len(doc["pools"]) == 0 ||
+			doc["pools"][0]["machineType"] == nil || len(doc["groups"]) == 0 || doc["groups"][0]["healthySlices"] == nil {
+			t.Errorf("status -o json: %v", doc)
+		}
+		if out := c.MustRun("status", "-o", "yaml"); !strings.Contains(out, "healthySlices:") {
+			t.Errorf("status -o yaml:\n%s", out)
+		}
 	})
 	t.Run("down stops everything", func(t *testing.T) { checkDown(t, c) })
 }

@@ -72,8 +72,12 @@ func TestWorkloadShapes(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(c.MustRun("status", "w-v5e", "-o", "json")), &doc); err != nil {
+	js := c.MustRun("status", "w-v5e", "-o", "json")
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
 		t.Fatalf("status -o json: %v", err)
+	}
+	if !strings.Contains(js, `"slices": [`) || !strings.Contains(js, `"replicatedJob": `) {
+		t.Errorf("status -o json is not camelCase:\n%s", js)
 	}
 	if len(doc.Slices) != 2 || len(doc.Slices[0].Workers) != 4 || doc.Slices[0].Domain == doc.Slices[1].Domain {
 		t.Errorf("status -o json: %+v", doc)

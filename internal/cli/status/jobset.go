@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -64,9 +63,6 @@ func dash(s string) string {
 
 // RunJobSet prints one JobSet, once or (watch) every two seconds.
 func RunJobSet(ctx context.Context, f *cli.Factory, namespace, name, output string, watch bool) error {
-	if output != "" && output != "json" {
-		return fmt.Errorf("-o %q: use json, or nothing for tables", output)
-	}
 	cfg, err := f.WorkloadConfig()
 	if err != nil {
 		return err
@@ -80,10 +76,8 @@ func RunJobSet(ctx context.Context, f *cli.Factory, namespace, name, output stri
 		if err != nil {
 			return err
 		}
-		if output == "json" {
-			enc := json.NewEncoder(f.Out)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(v); err != nil {
+		if output == "json" || output == "yaml" {
+			if err := cli.PrintObject(f.Out, output, v); err != nil {
 				return err
 			}
 		} else {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/sim/cloud"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
 // NewCmdStatus is `multislice status`.
@@ -28,14 +29,20 @@ func NewCmdStatus(f *cli.Factory) *cobra.Command {
   multislice status multislice-job -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			if len(args) == 1 {
 				return RunJobSet(cmd.Context(), f, ns, args[0], output, watch)
 			}
-			return Run(cmd.Context(), f)
+			if watch {
+				return fmt.Errorf("--watch follows one JobSet: name it (multislice status JOBSET -w)")
+			}
+			return Run(cmd.Context(), f, output)
 		},
 	}
 	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the JobSet")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json for scripts")
+	cli.OutputFlag(cmd, &output)
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "redraw every two seconds")
 	return cmd
 }
@@ -44,8 +51,34 @@ func NewCmdStatus(f *cli.Factory) *cobra.Command {
 // within five seconds even when the API server or etcd is down.
 const fleetTimeout = 4 * time.Second
 
-// Run prints components, then node pools and multislice groups.
-func Run(ctx context.Context, f *cli.Factory) error {
+// checkOutput refuses an -o that status cannot print.
+func checkOutput(format string) error {
+	switch format {
+	case "", "table", "wide", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("-o %q: use table, wide, json or yaml", format)
+}
+
+// Cluster is the local cluster as `status -o json|yaml` prints it.
+type Cluster struct {
+	Components []localcluster.ComponentStatus `json:"components"`
+	Pools      []Pool                         `json:"pools"`
+	Groups     []Group                        `json:"groups"`
+}
+
+// Group is one multislice group as the CLI prints it.
+type Group struct {
+	Name          string   `json:"name"`
+	Size          int      `json:"size"`
+	Pools         []string `json:"pools"`
+	HealthySlices int      `json:"healthySlices"`
+	Complete      bool     `json:"complete"`
+}
+
+// Run prints components, then node pools and multislice groups (format:
+// table or wide, or the whole as one json or yaml document).
+func Run(ctx context.Context, f *cli.Factory, format string) error {
 	home, err := f.Home()
 	if err != nil {
 		return err
@@ -57,22 +90,15 @@ func Run(ctx context.Context, f *cli.Factory) error {
 	if comps == nil {
 		return fmt.Errorf("no cluster in %s: start one with `multislice up`", home)
 	}
-	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "COMPONENT\tSTATE\tPID\tPORTS\tMEMORY\tLOG")
-	var total int64
 	var down []string
 	for _, c := range comps {
-		state := "running"
 		if !c.Running {
-			state, down = "STOPPED", append(down, c.Name)
+			down = append(down, c.Name)
 		}
-		total += c.RSSBytes
-		fmt.Fprintf(w, "%s\t%s\t%d\t%v\t%s\t%s\n", c.Name, state, c.PID, c.Ports, mib(c.RSSBytes), c.Log)
 	}
-	fmt.Fprintf(w, "total\t\t\t\t%s\t\n", mib(total))
-	w.Flush()
-	if len(down) > 0 {
-		fmt.Fprintf(f.Out, "\nstopped: %s. `multislice up` restarts them; their logs say why they stopped\n", strings.Join(down, ", "))
+	structured := format == "json" || format == "yaml"
+	if !structured {
+		printComponents(f, comps, down)
 	}
 	client, _, err := f.Client()
 	if err != nil {
@@ -94,13 +120,45 @@ func Run(ctx context.Context, f *cli.Factory) error {
 		}
 		return fmt.Errorf("%s: no fleet to show: %w", why, err)
 	}
+	printable := Pools(pools, c.Settings.GroupLabels.Name)
+	if structured {
+		doc := Cluster{Components: comps, Pools: printable, Groups: []Group{}}
+		for _, g := range groups {
+			pg := Group{Name: g.Name, Size: g.Size, HealthySlices: g.HealthySlice, Complete: g.Complete()}
+			for _, p := range g.Pools {
+				pg.Pools = append(pg.Pools, p.Name)
+			}
+			doc.Groups = append(doc.Groups, pg)
+		}
+		return cli.PrintObject(f.Out, format, doc)
+	}
 	fmt.Fprintln(f.Out)
-	if err := PrintPools(f, Pools(pools, c.Settings.GroupLabels.Name), "table"); err != nil {
+	if err := PrintPools(f, printable, format); err != nil {
 		return err
 	}
 	fmt.Fprintln(f.Out)
 	PrintGroups(f, groups)
 	return nil
+}
+
+// printComponents is the components' table, with what is stopped.
+func printComponents(f *cli.Factory, comps []localcluster.ComponentStatus, down []string) {
+	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "COMPONENT\tSTATE\tPID\tPORTS\tMEMORY\tLOG")
+	var total int64
+	for _, c := range comps {
+		state := "running"
+		if !c.Running {
+			state = "STOPPED"
+		}
+		total += c.RSSBytes
+		fmt.Fprintf(w, "%s\t%s\t%d\t%v\t%s\t%s\n", c.Name, state, c.PID, c.Ports, mib(c.RSSBytes), c.Log)
+	}
+	fmt.Fprintf(w, "total\t\t\t\t%s\t\n", mib(total))
+	w.Flush()
+	if len(down) > 0 {
+		fmt.Fprintf(f.Out, "\nstopped: %s. `multislice up` restarts them; their logs say why they stopped\n", strings.Join(down, ", "))
+	}
 }
 
 // Pool is one node pool as the CLI prints it.

@@ -8,9 +8,9 @@ import (
 // ComponentStatus is one component as `status` shows it.
 type ComponentStatus struct {
 	Process
-	Running  bool
-	RSSBytes int64
-	Log      string
+	Running  bool   `json:"running"`
+	RSSBytes int64  `json:"rssBytes"`
+	Log      string `json:"log"`
 }
 
 // Components reports each recorded component; nil when no cluster exists.

@@ -1,10 +1,12 @@
 package jobset
 
 import (
+	"math"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -60,28 +62,135 @@ func TestValidateUpdateElastic(t *testing.T) {
 	}
 }
 
-func TestValidateCreateNeverRunnable(t *testing.T) {
+func TestValidateCreate(t *testing.T) {
+	rjob := func(edit func(*api.ReplicatedJob)) func(*api.JobSet) {
+		return func(js *api.JobSet) { edit(&js.Spec.ReplicatedJobs[0]) }
+	}
+	policy := func(rules ...api.FailurePolicyRule) func(*api.JobSet) {
+		return func(js *api.JobSet) { js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: 3, Rules: rules} }
+	}
+	inPlace := func(js *api.JobSet) {
+		js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: 3, RestartStrategy: api.InPlaceRestart}
+		s := &js.Spec.ReplicatedJobs[0].Template.Spec
+		s.BackoffLimit, s.PodReplacementPolicy = ptr.To(int32(math.MaxInt32)), ptr.To(batchv1.Failed)
+	}
 	for _, tc := range []struct {
-		name string
-		edit func(*api.JobSet)
-		want string
+		name  string
+		gates features.Gates
+		edit  func(*api.JobSet)
+		want  string // "" valid, else a part of the error (the field path first)
 	}{
-		{"no replicated jobs", func(js *api.JobSet) { js.Spec.ReplicatedJobs = nil }, "spec.replicatedJobs: Required value"},
-		{"unnamed", func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Name = "" }, "spec.replicatedJobs[0].name: Required value"},
-		{"negative maxRestarts", func(js *api.JobSet) { js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: -1} }, "spec.failurePolicy.maxRestarts"},
-		{"exclusive key", func(js *api.JobSet) {
-			js.Spec.ReplicatedJobs[0].Template.Annotations = map[string]string{api.ExclusiveKey: "two words"}
-		}, "spec.replicatedJobs[0].template.metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]"},
+		{"valid", features.Gates{}, func(*api.JobSet) {}, ""},
+		{"no replicated jobs", features.Gates{}, func(js *api.JobSet) { js.Spec.ReplicatedJobs = nil }, "spec.replicatedJobs: Required value"},
+		{"unnamed", features.Gates{}, rjob(func(rj *api.ReplicatedJob) { rj.Name = "" }), "spec.replicatedJobs[0].name: Required value"},
+		{"name not a DNS label", features.Gates{}, rjob(func(rj *api.ReplicatedJob) { rj.Name = "Work_ers" }), "spec.replicatedJobs[0].name"},
+		{"child Job name too long", features.Gates{}, func(js *api.JobSet) { js.Name = strings.Repeat("a", 60) }, "shorten the JobSet or replicated job name"},
+		{"replicas x parallelism overflows", features.Gates{}, rjob(func(rj *api.ReplicatedJob) { rj.Replicas = math.MaxInt32 }),
+			"spec.replicatedJobs[0].replicas"},
+		{"the first replicated job depends on another", features.Gates{}, rjob(func(rj *api.ReplicatedJob) {
+			rj.DependsOn = []api.DependsOn{{Name: "x", Status: api.DependencyComplete}}
+		}), "spec.replicatedJobs[0].dependsOn: Forbidden: the first replicated job cannot depend on another"},
+		{"negative maxRestarts", features.Gates{}, func(js *api.JobSet) { js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: -1} }, "spec.failurePolicy.maxRestarts"},
+		{"exclusive key", features.Gates{}, rjob(func(rj *api.ReplicatedJob) {
+			rj.Template.Annotations = map[string]string{api.ExclusiveKey: "two words"}
+		}), "spec.replicatedJobs[0].template.metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]"},
+		{"restart grace period not a number", features.Gates{}, func(js *api.JobSet) {
+			js.Annotations = map[string]string{api.RestartGracePeriodAnnotation: "soon"}
+		}, "metadata.annotations[" + api.RestartGracePeriodAnnotation + "]"},
+		{"subdomain", features.Gates{}, func(js *api.JobSet) { js.Spec.Network = &api.Network{Subdomain: "Not_valid"} }, "spec.network.subdomain"},
+		{"managedBy not a domain-prefixed path", features.Gates{}, func(js *api.JobSet) { js.Spec.ManagedBy = ptr.To("kueue") }, "spec.managedBy"},
+		{"managedBy elsewhere", features.Gates{}, func(js *api.JobSet) { js.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue") }, ""},
+		{"success policy target unknown", features.Gates{}, func(js *api.JobSet) {
+			js.Spec.SuccessPolicy = &api.SuccessPolicy{Operator: api.OperatorAll, TargetReplicatedJobs: []string{"ps"}}
+		}, "spec.successPolicy.targetReplicatedJobs[0]: Invalid value: \"ps\": names no replicated job: use one of w"},
+		{"rule name", features.Gates{}, policy(api.FailurePolicyRule{Name: "1st", Action: api.FailJobSet}), "spec.failurePolicy.rules[0].name"},
+		{"rule names repeat", features.Gates{}, policy(api.FailurePolicyRule{Name: "a", Action: api.FailJobSet}, api.FailurePolicyRule{Name: "a", Action: api.FailJobSet}),
+			"spec.failurePolicy.rules[1].name: Duplicate value"},
+		{"rule reason unknown", features.Gates{}, policy(api.FailurePolicyRule{Name: "a", Action: api.FailJobSet, OnJobFailureReasons: []string{"Oops"}}),
+			"spec.failurePolicy.rules[0].onJobFailureReasons[0]: Unsupported value"},
+		{"rule pattern not RE2", features.Gates{}, policy(api.FailurePolicyRule{Name: "a", Action: api.FailJobSet, OnJobFailureMessagePatterns: []string{"("}}),
+			"spec.failurePolicy.rules[0].onJobFailureMessagePatterns[0]"},
+		{"rule target unknown", features.Gates{}, policy(api.FailurePolicyRule{Name: "a", Action: api.FailJobSet, TargetReplicatedJobs: []string{"ps"}}),
+			"spec.failurePolicy.rules[0].targetReplicatedJobs[0]"},
+		{"RestartJob without its gate", features.Gates{}, policy(api.FailurePolicyRule{Name: "a", Action: api.RestartJob}),
+			"spec.failurePolicy.rules[0].action: Forbidden: RestartJob needs the RestartJob feature gate"},
+		{"RestartJob with its gate", features.Gates{RestartJob: true}, policy(api.FailurePolicyRule{Name: "a", Action: api.RestartJob}), ""},
+		{"coordinator names no replicated job", features.Gates{}, func(js *api.JobSet) { js.Spec.Coordinator = &api.Coordinator{ReplicatedJob: "driver"} },
+			"spec.coordinator.replicatedJob"},
+		{"coordinator job index out of range", features.Gates{}, func(js *api.JobSet) {
+			js.Spec.Coordinator = &api.Coordinator{ReplicatedJob: "w", JobIndex: 2}
+		}, "spec.coordinator.jobIndex: Invalid value: 2: must be in [0, 2)"},
+		{"claim template no container mounts", features.Gates{}, func(js *api.JobSet) {
+			js.Spec.VolumeClaimPolicies = []api.VolumeClaimPolicy{{Templates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "ckpt"}}}}}
+		}, "no container mounts it: add a volumeMount named ckpt"},
+		{"InPlaceRestart without its gate", features.Gates{}, inPlace, "spec.failurePolicy.restartStrategy: Forbidden: InPlaceRestart needs the InPlaceRestart feature gate"},
+		{"InPlaceRestart with its gate", features.Gates{InPlaceRestart: true}, inPlace, ""},
+		{"InPlaceRestart needs backoffLimit MaxInt32", features.Gates{InPlaceRestart: true}, func(js *api.JobSet) {
+			inPlace(js)
+			js.Spec.ReplicatedJobs[0].Template.Spec.BackoffLimit = ptr.To(int32(0))
+		}, "spec.replicatedJobs[0].template.spec.backoffLimit"},
+		{"InPlaceRestart needs podReplacementPolicy Failed", features.Gates{InPlaceRestart: true}, func(js *api.JobSet) {
+			inPlace(js)
+			js.Spec.ReplicatedJobs[0].Template.Spec.PodReplacementPolicy = nil
+		}, "spec.replicatedJobs[0].template.spec.podReplacementPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := elasticJobSet()
 			tc.edit(js)
-			if got := ValidateCreate(js, features.Gates{}).ToAggregate(); got == nil || !strings.Contains(got.Error(), tc.want) {
+			got := ValidateCreate(js, tc.gates).ToAggregate()
+			switch {
+			case tc.want == "" && got != nil:
+				t.Fatalf("a valid JobSet is refused: %v", got)
+			case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
 				t.Fatalf("ValidateCreate = %v, want %q", got, tc.want)
 			}
 		})
 	}
-	if errs := ValidateCreate(elasticJobSet(), features.Gates{}); len(errs) != 0 {
-		t.Fatalf("a valid JobSet is refused: %v", errs)
+}
+
+func TestValidateUpdate(t *testing.T) {
+	suspended := func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }
+	for _, tc := range []struct {
+		name      string
+		old, edit func(*api.JobSet)
+		want      string // "" allowed
+	}{
+		{"nothing changed", nil, func(*api.JobSet) {}, ""},
+		{"labels of the JobSet change", nil, func(js *api.JobSet) { js.Labels = map[string]string{"team": "a"} }, ""},
+		{"managedBy is immutable", nil, func(js *api.JobSet) { js.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue") }, "spec.managedBy: Invalid value"},
+		{"a running JobSet's pod template is immutable", nil, func(js *api.JobSet) {
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
+		}, "spec.replicatedJobs: Forbidden: field is immutable; while the JobSet is suspended"},
+		{"a suspended JobSet's nodeSelector may change (Kueue's admission)", suspended, func(js *api.JobSet) {
+			suspended(js)
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
+		}, ""},
+		{"resuming with a new nodeSelector", suspended, func(js *api.JobSet) {
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
+		}, ""},
+		{"a suspended JobSet's image is still immutable", suspended, func(js *api.JobSet) {
+			suspended(js)
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image = "other"
+		}, "spec.replicatedJobs: Forbidden: field is immutable"},
+		{"replicas without ElasticJobSet", nil, func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Replicas = 3 },
+			"with the ElasticJobSet feature gate, an Indexed replicated job's parallelism, completions and replicas may change"},
+		{"an update is validated as a create too", nil, func(js *api.JobSet) { js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: -1} },
+			"spec.failurePolicy.maxRestarts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := elasticJobSet()
+			if tc.old != nil {
+				tc.old(old)
+			}
+			js := old.DeepCopy()
+			tc.edit(js)
+			got := ValidateUpdate(old, js, features.Gates{}).ToAggregate()
+			switch {
+			case tc.want == "" && got != nil:
+				t.Fatalf("refused: %v", got)
+			case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
+				t.Fatalf("ValidateUpdate = %v, want %q", got, tc.want)
+			}
+		})
 	}
 }
