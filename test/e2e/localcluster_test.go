@@ -110,6 +110,20 @@ func checkDefaultFleet(t *testing.T, ctx context.Context, c *framework.Cluster) 
 	if !strings.Contains(out, "Ready nodes: 10 of 10") || !strings.Contains(out, "Group multislice-group-1: complete (5 of 4 slices healthy") {
 		t.Errorf("nodepool status:\n%s", out)
 	}
+	out = c.MustRun("nodepool", "status", "-l", "MultisliceGroup=multislice-group-1", "-o", "json")
+	var doc struct {
+		ReadyNodes int `json:"readyNodes"`
+		Groups     []struct {
+			Name          string   `json:"name"`
+			HealthySlices int      `json:"healthySlices"`
+			Complete      bool     `json:"complete"`
+			Pools         []string `json:"pools"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.ReadyNodes != 10 || len(doc.Groups) != 1 ||
+		!doc.Groups[0].Complete || doc.Groups[0].HealthySlices != 5 || len(doc.Groups[0].Pools) != 5 {
+		t.Errorf("nodepool status -o json (%v):\n%s", err, out)
+	}
 }
 
 func checkNodePools(t *testing.T, ctx context.Context, c *framework.Cluster) {

@@ -217,23 +217,27 @@ func newCmdList(f *cli.Factory) *cobra.Command {
 }
 
 func newCmdStatus(f *cli.Factory) *cobra.Command {
-	var selector string
+	var selector, output string
 	cmd := &cobra.Command{
 		Use:   "status -l MultisliceGroup=NAME",
 		Short: "Count the Ready nodes matching a label selector and say whether each multislice group is complete",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return RunStatus(cmd.Context(), f, selector)
+			return RunStatus(cmd.Context(), f, selector, output)
 		},
 	}
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "node label selector, e.g. MultisliceGroup=multislice-group-1")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: one document (nodes, readyNodes, groups) for scripts")
 	return cmd
 }
 
 // RunStatus prints the Ready node count of the selected nodes (the seed's
 // `kubectl get nodes -l ... | grep Ready | wc -l`) and the state of every
-// multislice group they belong to.
-func RunStatus(ctx context.Context, f *cli.Factory, selector string) error {
+// multislice group they belong to; as one document with output json or yaml.
+func RunStatus(ctx context.Context, f *cli.Factory, selector, output string) error {
+	if output != "" && output != "json" && output != "yaml" {
+		return fmt.Errorf("-o %q: use json or yaml, or nothing for the summary", output)
+	}
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return fmt.Errorf("-l %q: %w", selector, err)
@@ -257,7 +261,6 @@ func RunStatus(ctx context.Context, f *cli.Factory, selector string) error {
 		}
 		poolsSeen[nodes.Items[i].Labels[gke.NodePoolLabel]] = true
 	}
-	fmt.Fprintf(f.Out, "Ready nodes: %d of %d matching %q\n", ready, len(nodes.Items), selector)
 	_, groups, err := c.Status(ctx)
 	if err != nil {
 		return err
@@ -272,6 +275,15 @@ func RunStatus(ctx context.Context, f *cli.Factory, selector string) error {
 		}
 	}
 	sort.Slice(shown, func(i, j int) bool { return shown[i].Name < shown[j].Name })
+	if output != "" {
+		return cli.PrintObject(f.Out, output, struct {
+			Selector   string         `json:"selector"`
+			Nodes      int            `json:"nodes"`
+			ReadyNodes int            `json:"readyNodes"`
+			Groups     []status.Group `json:"groups"`
+		}{selector, len(nodes.Items), ready, status.Groups(shown)})
+	}
+	fmt.Fprintf(f.Out, "Ready nodes: %d of %d matching %q\n", ready, len(nodes.Items), selector)
 	for _, g := range shown {
 		hosts := 0
 		if len(g.Pools) > 0 {

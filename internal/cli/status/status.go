@@ -76,6 +76,19 @@ type Group struct {
 	Complete      bool     `json:"complete"`
 }
 
+// Groups is the printable view of the multislice groups.
+func Groups(groups []cloud.GroupStatus) []Group {
+	out := make([]Group, 0, len(groups))
+	for _, g := range groups {
+		pg := Group{Name: g.Name, Size: g.Size, HealthySlices: g.HealthySlice, Complete: g.Complete(), Pools: []string{}}
+		for _, p := range g.Pools {
+			pg.Pools = append(pg.Pools, p.Name)
+		}
+		out = append(out, pg)
+	}
+	return out
+}
+
 // Run prints components, then node pools and multislice groups (format:
 // table or wide, or the whole as one json or yaml document).
 func Run(ctx context.Context, f *cli.Factory, format string) error {
@@ -122,15 +135,7 @@ func Run(ctx context.Context, f *cli.Factory, format string) error {
 	}
 	printable := Pools(pools, c.Settings.GroupLabels.Name)
 	if structured {
-		doc := Cluster{Components: comps, Pools: printable, Groups: []Group{}}
-		for _, g := range groups {
-			pg := Group{Name: g.Name, Size: g.Size, HealthySlices: g.HealthySlice, Complete: g.Complete()}
-			for _, p := range g.Pools {
-				pg.Pools = append(pg.Pools, p.Name)
-			}
-			doc.Groups = append(doc.Groups, pg)
-		}
-		return cli.PrintObject(f.Out, format, doc)
+		return cli.PrintObject(f.Out, format, Cluster{Components: comps, Pools: printable, Groups: Groups(groups)})
 	}
 	fmt.Fprintln(f.Out)
 	if err := PrintPools(f, printable, format); err != nil {
