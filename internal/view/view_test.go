@@ -1,6 +1,9 @@
 package view
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/testobj"
 )
 
@@ -83,5 +87,57 @@ func TestTimeline(t *testing.T) {
 		if entries[i].Kind != w.kind || entries[i].Since != w.since {
 			t.Errorf("entry %d = %s +%s, want %s +%s", i, entries[i].Kind, entries[i].Since, w.kind, w.since)
 		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	js := testobj.NewJobSet("ns", "js").ReplicatedJob("slice", 2, 2).FailurePolicy(4).Obj()
+	js.Status.Restarts = 1
+	job := func(name string, index, attempt int, domain string, deleting bool) batchv1.Job {
+		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			api.ReplicatedJobNameKey: "slice", api.JobIndexKey: fmt.Sprint(index), api.RestartsKey: fmt.Sprint(attempt)},
+			Annotations: map[string]string{api.AssignedDomainAnnotation: domain}}}
+		if deleting {
+			j.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return j
+	}
+	pod := func(job string, index, attempt int, node string, phase corev1.PodPhase) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-x", job, index),
+			Labels:      map[string]string{"job-name": job, api.RestartsKey: fmt.Sprint(attempt)},
+			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(index)}},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	var events []corev1.Event
+	for s := range 10 {
+		events = append(events, corev1.Event{Type: "Normal", Reason: fmt.Sprintf("R%d", s), Message: "m",
+			EventTime: metav1.NewMicroTime(time.Date(2026, 12, 1, 0, 0, 9-s, 0, time.UTC))})
+	}
+	v := Summarize(js,
+		[]batchv1.Job{job("js-slice-1", 1, 1, "np-b", false), job("js-slice-0", 0, 1, "np-a", false), job("js-slice-0", 0, 0, "np-c", true)},
+		[]corev1.Pod{pod("js-slice-0", 1, 1, "a-1", corev1.PodRunning), pod("js-slice-0", 0, 1, "a-0", corev1.PodPending), pod("js-slice-1", 0, 1, "b-0", corev1.PodRunning)},
+		events)
+
+	var got []string
+	for _, s := range v.Slices {
+		line := fmt.Sprintf("%s#%d@%s attempt %d:", s.Job, s.Index, s.Domain, s.Attempt)
+		for _, w := range s.Workers {
+			line += fmt.Sprintf(" %d=%s/%s", w.Index, w.Node, w.Phase)
+		}
+		got = append(got, line)
+	}
+	want := []string{ // sorted by index, workers by completion index, the deleted Job left out
+		"js-slice-0#0@np-a attempt 1: 0=a-0/Pending 1=a-1/Running",
+		"js-slice-1#1@np-b attempt 1: 0=b-0/Running",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("slices\n got %q\nwant %q", got, want)
+	}
+	if v.State != "Running" || v.Restarts != 1 || v.MaxRestarts != 4 || v.Name != "js" {
+		t.Errorf("header %+v", v)
+	}
+	// The newest 8 events, in time order (given newest first).
+	if len(v.Events) != 8 || !strings.HasPrefix(v.Events[0], "00:00:02 Normal R7: m") || !strings.Contains(v.Events[7], "R0") {
+		t.Errorf("events %q", v.Events)
 	}
 }
