@@ -105,6 +105,19 @@ func (f Flags) Complete() (Options, *rest.Config, error) {
 	if o.AgentTimeout < time.Second || o.AgentTimeout > time.Hour {
 		return o, nil, fmt.Errorf("--in-place-restart-timeout=%s: want 1s to 1h (default %s)", o.AgentTimeout, jobsetcontroller.DefaultAgentTimeout)
 	}
+	if o.SliceGrace < 0 || o.SliceGrace > time.Hour {
+		return o, nil, fmt.Errorf("--slice-notready-grace=%s: want 0s to 1h (0 fails a slice as soon as a host is NotReady)", o.SliceGrace)
+	}
+	if o.Workers < 1 || o.Workers > 256 {
+		return o, nil, fmt.Errorf("--workers=%d: want 1 to 256", o.Workers)
+	}
+	if o.QPS <= 0 || o.QPS > 10000 || o.Burst < 1 || o.Burst > 20000 {
+		return o, nil, fmt.Errorf("--kube-api-qps=%g --kube-api-burst=%d: want a rate of (0, 10000] and a burst of 1 to 20000", o.QPS, o.Burst)
+	}
+	if o.LeaderElect && !(o.RetryPeriod > 0 && o.RetryPeriod < o.RenewDeadline && o.RenewDeadline < o.LeaseDuration) {
+		return o, nil, fmt.Errorf("--leader-elect-retry-period=%s < --leader-elect-renew-deadline=%s < --leader-elect-lease-duration=%s must hold",
+			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
 	o.Endpoint = Endpoint{ServiceNamespace: o.Namespace, URLBase: f.WebhookURL}
 	cfg, err := clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -63,6 +64,12 @@ func TestFlagsComplete(t *testing.T) {
 		{"bad switch", func(f *Flags) { f.Webhooks = "some" }, `--webhooks="some": want all or none`},
 		{"bad gate", func(f *Flags) { f.Gates = "NoSuchGate=true" }, "NoSuchGate"},
 		{"agent timeout too short", func(f *Flags) { f.AgentTimeout = 0 }, "--in-place-restart-timeout=0s: want 1s to 1h"},
+		{"no grace", func(f *Flags) { f.SliceGrace = 0 }, ""},
+		{"negative grace", func(f *Flags) { f.SliceGrace = -time.Second }, "--slice-notready-grace=-1s: want 0s to 1h"},
+		{"workers typo", func(f *Flags) { f.Workers = 80000 }, "--workers=80000: want 1 to 256"},
+		{"no rate", func(f *Flags) { f.QPS = 0 }, "--kube-api-qps=0"},
+		{"renew deadline past the lease", func(f *Flags) { f.RenewDeadline = 10 * time.Second }, "--leader-elect-renew-deadline=10s < --leader-elect-lease-duration=8s must hold"},
+		{"timings unchecked without leader election", func(f *Flags) { f.LeaderElect, f.RenewDeadline = false, 10*time.Second }, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := DefaultFlags()

@@ -73,3 +73,37 @@ func TestFreePortBelowEphemeralRange(t *testing.T) {
 		seen[p] = true
 	}
 }
+
+// A component whose binary was reached through a symbolic link (a bin
+// directory of links) is still seen alive, and Down stops it: it used to
+// be taken for gone and left running.
+func TestDownStopsABinaryBehindASymlink(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	dir := t.TempDir()
+	link := filepath.Join(dir, "sleep")
+	if err := os.Symlink(sleep, link); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(link, "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }() // reap it, as init would
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	p := Process{Name: "sleeper", PID: cmd.Process.Pid, Binary: link}
+	if !p.alive() {
+		t.Fatal("a process started through a link is taken for gone")
+	}
+	h := Home(t.TempDir())
+	if err := h.writeState(&State{Processes: []Process{p}}); err != nil {
+		t.Fatal(err)
+	}
+	report, err := Down(h)
+	if err != nil || len(report) != 1 || !report[0].WasRunning || p.alive() {
+		t.Fatalf("Down = %+v, %v; alive after: %v", report, err, p.alive())
+	}
+}

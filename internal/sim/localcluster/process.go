@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +66,17 @@ func (p Process) alive() bool {
 		return false
 	}
 	exe, err := os.Readlink("/proc/" + strconv.Itoa(p.PID) + "/exe")
-	return err == nil && strings.TrimSuffix(exe, " (deleted)") == p.Binary
+	if err != nil {
+		return false
+	}
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	if exe == p.Binary {
+		return true
+	}
+	// The kernel names the file itself: a binary reached through a symbolic
+	// link (a bin directory of links) is the same program.
+	real, err := filepath.EvalSymlinks(p.Binary)
+	return err == nil && exe == real
 }
 
 // rssBytes is the resident memory of the process, 0 if unknown.
