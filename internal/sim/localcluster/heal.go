@@ -6,7 +6,11 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -18,9 +22,11 @@ var controlPlane = []string{"etcd", "kube-apiserver"}
 // the control plane, back off exponentially (client-go: 0.8 s doubling to
 // 30 s): measured, the garbage collector finished a foreground deletion
 // 40 s after the API server had returned. Restarting them takes 2-3 s.
-// Not kwok: a new kwok waits for its predecessor's node leases to expire
-// (20 s). Our manager and simulated cloud ride outages out instead.
-var backingOff = []string{"kube-controller-manager", "kube-scheduler"}
+// kwok too (it finalizes deleted pods: a backed-off kwok left a restart's
+// old pods terminating for up to 20 s); a new kwok would wait for its
+// predecessor's node leases to expire (kwok's identity is random), so Heal
+// releases them first. Our manager and simulated cloud ride outages out.
+var backingOff = []string{"kube-controller-manager", "kube-scheduler", "kwok"}
 
 // Heal restarts, with their recorded binary, arguments and ports, the
 // components of a running cluster in h that have died (e.g. a manager
@@ -63,15 +69,49 @@ func Heal(h Home) ([]string, error) {
 			return healed, err
 		}
 	}
+	releasedLeases := false
 	for i, p := range st.Processes {
 		if slices.Contains(controlPlane, p.Name) || (p.alive() && !(outage && slices.Contains(backingOff, p.Name))) {
 			continue
+		}
+		if p.Name == "kwok" && !releasedLeases {
+			p.stop(5 * time.Second)
+			if err := h.releaseNodeLeases(); err != nil {
+				return healed, err
+			}
+			releasedLeases = true
 		}
 		if err := restart(i); err != nil {
 			return healed, err
 		}
 	}
 	return healed, nil
+}
+
+// releaseNodeLeases deletes the node Leases a stopped kwok held, so that
+// the next kwok takes the nodes over at once instead of after they expire.
+func (h Home) releaseNodeLeases() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", h.Kubeconfig())
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leases, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("release the simulated nodes' leases: %w", err)
+	}
+	for _, l := range leases.Items {
+		err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, l.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("release the lease of node %s: %w", l.Name, err)
+		}
+	}
+	return nil
 }
 
 // waitPortsFree gives a process killed a moment ago a few seconds to
