@@ -24,26 +24,35 @@ func OrDash(s string) string {
 	return s
 }
 
+// CheckFormat refuses an -o that Print cannot print.
+func CheckFormat(format string) error {
+	switch format {
+	case "", "table", "wide", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("-o %q: use table, wide, json or yaml", format)
+}
+
 // Print writes items as JSON or YAML ({"items": [...]}), or as a table:
 // header and row give each line's tab-separated cells (wide: more of them).
 func Print[T any](out io.Writer, format string, items []T, header func(wide bool) string, row func(item T, wide bool) string) error {
-	switch format {
-	case "json", "yaml":
+	if err := CheckFormat(format); err != nil {
+		return err
+	}
+	if format == "json" || format == "yaml" {
 		doc := map[string][]T{"items": items}
 		if items == nil {
 			doc["items"] = []T{}
 		}
 		return PrintObject(out, format, doc)
-	case "", "table", "wide":
-		wide := format == "wide"
-		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, header(wide))
-		for _, item := range items {
-			fmt.Fprintln(w, row(item, wide))
-		}
-		return w.Flush()
 	}
-	return fmt.Errorf("-o %q: use table, wide, json or yaml", format)
+	wide := format == "wide"
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, header(wide))
+	for _, item := range items {
+		fmt.Fprintln(w, row(item, wide))
+	}
+	return w.Flush()
 }
 
 // PrintObject writes one object as YAML ("" or "yaml") or indented JSON, as

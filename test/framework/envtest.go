@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/versions"
 )
@@ -106,7 +107,7 @@ func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "multislice-system"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: install.Namespace}}
 	if err := c.Create(context.Background(), ns); err != nil {
 		return nil, nil, err
 	}
@@ -119,14 +120,14 @@ func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 		return nil, nil, err
 	}
 	stops = append(stops, func() { _ = os.RemoveAll(certs) })
-	o := manager.Options{
-		SkipNameValidation: true, GroupLabel: "MultisliceGroup", GroupSizeLabel: "MultisliceGroupSize", SliceGrace: 10 * time.Second,
-		Namespace: "multislice-system", MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		ProbeAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), WebhookHost: "127.0.0.1", WebhookPort: ports[0],
-		CertDir:  certs,
-		Endpoint: manager.Endpoint{URLBase: fmt.Sprintf("https://127.0.0.1:%d", ports[0])},
-		Workers:  4, QPS: 500, Burst: 500,
-	}
+	// The defaults of `multislice manager`, then what a test process needs:
+	// one replica, plain loopback metrics, its own ports and certificates.
+	o := manager.DefaultFlags().Options
+	o.SkipNameValidation, o.LeaderElect, o.MetricsSecure = true, false, false
+	o.MetricsAddr, o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
+	o.WebhookHost, o.WebhookPort, o.CertDir = "127.0.0.1", ports[0], certs
+	o.Endpoint = manager.Endpoint{URLBase: fmt.Sprintf("https://127.0.0.1:%d", ports[0])}
+	o.Workers = 4
 	edit(&o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -29,7 +29,7 @@ func NewCmdStatus(f *cli.Factory) *cobra.Command {
   multislice status multislice-job -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := cli.CheckFormat(output); err != nil {
 				return err
 			}
 			if len(args) == 1 {
@@ -50,15 +50,6 @@ func NewCmdStatus(f *cli.Factory) *cobra.Command {
 // fleetTimeout bounds the fleet's part of `status`, so that it answers
 // within five seconds even when the API server or etcd is down.
 const fleetTimeout = 4 * time.Second
-
-// checkOutput refuses an -o that status cannot print.
-func checkOutput(format string) error {
-	switch format {
-	case "", "table", "wide", "json", "yaml":
-		return nil
-	}
-	return fmt.Errorf("-o %q: use table, wide, json or yaml", format)
-}
 
 // Cluster is the local cluster as `status -o json|yaml` prints it.
 type Cluster struct {

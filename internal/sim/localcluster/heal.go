@@ -44,6 +44,11 @@ func Heal(h Home) ([]string, error) {
 	restart := func(i int) error {
 		p := st.Processes[i]
 		p.stop(5 * time.Second)
+		if p.Name == "kwok" { // a new kwok would wait for the old one's node leases to expire
+			if err := h.releaseNodeLeases(); err != nil {
+				return err
+			}
+		}
 		if err := waitPortsFree(p); err != nil {
 			return err
 		}
@@ -69,17 +74,9 @@ func Heal(h Home) ([]string, error) {
 			return healed, err
 		}
 	}
-	releasedLeases := false
 	for i, p := range st.Processes {
 		if slices.Contains(controlPlane, p.Name) || (p.alive() && !(outage && slices.Contains(backingOff, p.Name))) {
 			continue
-		}
-		if p.Name == "kwok" && !releasedLeases {
-			p.stop(5 * time.Second)
-			if err := h.releaseNodeLeases(); err != nil {
-				return healed, err
-			}
-			releasedLeases = true
 		}
 		if err := restart(i); err != nil {
 			return healed, err
@@ -88,8 +85,9 @@ func Heal(h Home) ([]string, error) {
 	return healed, nil
 }
 
-// releaseNodeLeases deletes the node Leases a stopped kwok held, so that
-// the next kwok takes the nodes over at once instead of after they expire.
+// releaseNodeLeases deletes every node Lease (every node of the local
+// cluster is kwok's) once kwok has stopped, so that the next kwok takes the
+// nodes over at once instead of after their leases expire.
 func (h Home) releaseNodeLeases() error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", h.Kubeconfig())
 	if err != nil {
