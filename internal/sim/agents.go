@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -28,10 +28,10 @@ import (
 // Agents plays, for every simulated pod with the in-place restart agent as
 // a sidecar (an init container named agent.ContainerName), the agent
 // process that would run in it: the same protocol (agent.State), the same
-// pod annotation. What a process does to its own pod, it says to the
-// simulated kubelet (the kwok Stages): its exit with the restart code is
-// RestartAllAnnotation, its startup probe passing is
-// BarrierLiftedAnnotation. A container restart (the pod's restart count)
+// pod annotation. What the process does to its own pod, the pod's kubelet
+// would write as the pod's status, and Agents writes that status itself:
+// the exit with the restart code is RestartedAll, the startup probe
+// passing is BarrierLifted. A container restart (the pod's restart count)
 // starts a new agent, with empty memory, as in a real pod.
 type Agents struct {
 	Config *rest.Config
@@ -172,8 +172,7 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 		// already running in the pod has written what it knows.
 		ag = &podAgent{incarnation: n}
 		ag.state.Attempt = jobsetcontroller.PodAttempt(pod.Annotations)
-		ag.state.Released = pod.Annotations[BarrierLiftedAnnotation] == fmt.Sprint(n)
-		ag.exited = strings.HasPrefix(pod.Annotations[RestartAllAnnotation], fmt.Sprint(n)+"/")
+		ag.state.Released = Released(&pod.Status)
 		a.agents[pod.UID] = ag
 	case ag.incarnation != n:
 		ag = &podAgent{incarnation: n} // the containers restarted: a new agent process
@@ -184,20 +183,20 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 	defer ag.mu.Unlock()
 	for !ag.exited {
 		action, attempt := ag.state.Next(&js)
-		var patch []byte
+		var err error
 		switch action {
 		case agent.Wait:
 			return nil
 		case agent.Annotate:
-			patch = agent.AttemptPatch(attempt)
+			target := &corev1.Pod{}
+			target.Namespace, target.Name = pod.Namespace, pod.Name
+			err = a.c.Patch(ctx, target, client.RawPatch(types.MergePatchType, agent.AttemptPatch(attempt)))
 		case agent.Restart:
-			patch = annotate(RestartAllAnnotation, fmt.Sprintf("%d/%d", n, agent.DefaultExitCode))
+			err = a.writeStatus(ctx, &pod, RestartedAll(&pod.Status, agent.DefaultExitCode, metav1.Now()))
 		case agent.Release:
-			patch = annotate(BarrierLiftedAnnotation, fmt.Sprint(n))
+			err = a.writeStatus(ctx, &pod, BarrierLifted(&pod.Status, metav1.Now()))
 		}
-		target := &corev1.Pod{}
-		target.Namespace, target.Name = pod.Namespace, pod.Name
-		if err := a.c.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("%s: %w", action, err)
@@ -214,8 +213,12 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 	return nil
 }
 
-func annotate(key, value string) []byte {
-	return []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value))
+// writeStatus writes the pod's status as its kubelet would, if nobody
+// changed the pod since it was read (else the sync runs again).
+func (a *Agents) writeStatus(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus) error {
+	updated := pod.DeepCopy()
+	updated.Status = *st
+	return a.c.Status().Patch(ctx, updated, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{}))
 }
 
 func hasAgent(p *corev1.Pod) bool {

@@ -18,14 +18,11 @@ const (
 	// SimulatedCondition is a pod condition that says, on every pod a
 	// simulated node runs, that no container process actually ran.
 	SimulatedCondition = "multislice.dev/Simulated"
-	// RestartAllAnnotation ("<restart count>/<exit code>") asks the
-	// simulated kubelet to restart every container of the pod in place, as
-	// the agent's exit with its restart code does; it acts only while the
-	// restart count is still the one named.
+	// RestartAllAnnotation ("<restart count>/<exit code>") is how a
+	// worker's failure under a RestartAllContainers rule passes from one
+	// kwok Stage to the next: the simulated kubelet restarts every container
+	// of the pod in place while the restart count is still the one named.
 	RestartAllAnnotation = "multislice.dev/simulate-restart-all"
-	// BarrierLiftedAnnotation ("<restart count>") stands for the agent's
-	// startup probe passing in that incarnation: the workers start.
-	BarrierLiftedAnnotation = "multislice.dev/simulate-barrier-lifted"
 )
 
 // Stages is the kwok configuration: KwokConfiguration options plus the
