@@ -66,7 +66,9 @@ func (a *Agents) Run(ctx context.Context) error {
 	_ = api.AddToScheme(scheme)
 	_ = corev1.AddToScheme(scheme)
 	var err error
-	if a.cache, err = cache.New(a.Config, cache.Options{Scheme: scheme}); err != nil {
+	// Managed fields are most of a pod and nothing here reads them; status
+	// patches are computed between two stripped copies, so they carry none.
+	if a.cache, err = cache.New(a.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
 		return err
 	}
 	if a.c, err = client.New(a.Config, client.Options{Scheme: scheme}); err != nil {
