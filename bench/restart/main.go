@@ -61,8 +61,8 @@ type result struct {
 	// lifted: the controller declared the attempt current (the agents
 	// lift their barriers on seeing it), from the failure.
 	lifted time.Duration
-	writes                         map[string]int
-	cpu                            string
+	writes map[string]int
+	cpu    string
 }
 
 func run(bin string, slices, rounds int) error {
