@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -35,12 +34,13 @@ import (
 // starts a new agent, with empty memory, as in a real pod.
 type Agents struct {
 	Config *rest.Config
-	Log    io.Writer
+	// Cache is the process's cache (NewCache), started by the caller.
+	Cache cache.Cache
+	Log   io.Writer
 	// Workers bound concurrent pods (default 32): each is one agent.
 	Workers int
 
 	c      client.Client
-	cache  cache.Cache
 	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	mu     sync.Mutex
 	agents map[types.UID]*podAgent
@@ -62,16 +62,8 @@ func (a *Agents) Run(ctx context.Context) error {
 	if err := a.waitForJobSets(ctx); err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	_ = api.AddToScheme(scheme)
-	_ = corev1.AddToScheme(scheme)
 	var err error
-	// Managed fields are most of a pod and nothing here reads them; status
-	// patches are computed between two stripped copies, so they carry none.
-	if a.cache, err = cache.New(a.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
-		return err
-	}
-	if a.c, err = client.New(a.Config, client.Options{Scheme: scheme}); err != nil {
+	if a.c, err = client.New(a.Config, client.Options{Scheme: scheme()}); err != nil {
 		return err
 	}
 	a.agents = map[types.UID]*podAgent{}
@@ -90,7 +82,7 @@ func (a *Agents) Run(ctx context.Context) error {
 		}
 		var pods corev1.PodList
 		// The cache's own objects, not copies: only read here.
-		if err := a.cache.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{api.JobSetNameKey: js.Name},
+		if err := a.Cache.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{api.JobSetNameKey: js.Name},
 			client.UnsafeDisableDeepCopy); err != nil {
 			return
 		}
@@ -110,7 +102,7 @@ func (a *Agents) Run(ctx context.Context) error {
 		&api.JobSet{}: {AddFunc: onJobSet, UpdateFunc: func(_, o any) { onJobSet(o) }},
 	}
 	for obj, h := range handlers {
-		inf, err := a.cache.GetInformer(ctx, obj)
+		inf, err := a.Cache.GetInformer(ctx, obj)
 		if err != nil {
 			return err
 		}
@@ -118,8 +110,7 @@ func (a *Agents) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	go func() { _ = a.cache.Start(ctx) }()
-	if !a.cache.WaitForCacheSync(ctx) {
+	if !a.Cache.WaitForCacheSync(ctx) {
 		return ctx.Err()
 	}
 	fmt.Fprintln(a.Log, "playing the in-place restart agent of every simulated pod that has one")
@@ -155,14 +146,14 @@ func (a *Agents) next(ctx context.Context) bool {
 // sync runs the agent of one pod until it waits.
 func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 	var pod corev1.Pod
-	if err := a.cache.Get(ctx, key, &pod); err != nil {
+	if err := a.Cache.Get(ctx, key, &pod); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
 		return nil // no agent runs yet, or any more
 	}
 	var js api.JobSet
-	if err := a.cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[api.JobSetNameKey]}, &js); err != nil {
+	if err := a.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[api.JobSetNameKey]}, &js); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	n := jobsetcontroller.MaxRestartCount(&pod.Status)

@@ -14,11 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // KubeletPort is the kubelet port every simulated node declares
@@ -31,14 +28,14 @@ const KubeletPort = 10250
 // proxy. A tunnel to any node's kubelet port ends here; a tunnel anywhere
 // else is passed through as a plain TCP connection.
 type Kubelet struct {
-	Config *rest.Config
+	// Pods is the process's cache (NewCache), started by the caller: a
+	// followed log costs no API call.
+	Pods cache.Cache
 	// TLS serves both the proxy and the kubelet endpoint; its ClientCAs
 	// must be the cluster's CA (only the API server may connect).
 	TLS *tls.Config
 	// Poll is how often a followed container is looked at (default 250 ms).
 	Poll time.Duration
-
-	pods client.Reader
 }
 
 // Serve accepts proxy connections on l until ctx ends.
@@ -46,21 +43,12 @@ func (k *Kubelet) Serve(ctx context.Context, l net.Listener) error {
 	if k.Poll == 0 {
 		k.Poll = 250 * time.Millisecond
 	}
-	// Pods are read from an informer: a followed log costs no API call.
-	scheme := runtime.NewScheme()
-	_ = corev1.AddToScheme(scheme)
-	pods, err := cache.New(k.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
-	if err != nil {
+	if _, err := k.Pods.GetInformer(ctx, &corev1.Pod{}); err != nil {
 		return err
 	}
-	if _, err := pods.GetInformer(ctx, &corev1.Pod{}); err != nil {
-		return err
-	}
-	go func() { _ = pods.Start(ctx) }()
-	if !pods.WaitForCacheSync(ctx) {
+	if !k.Pods.WaitForCacheSync(ctx) {
 		return ctx.Err()
 	}
-	k.pods = pods
 	tunnels := newConnListener(l.Addr())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.containerLogs)
@@ -74,7 +62,7 @@ func (k *Kubelet) Serve(ctx context.Context, l net.Listener) error {
 		_ = kubelet.Close()
 	}()
 	go func() { _ = kubelet.Serve(tls.NewListener(tunnels, k.TLS)) }()
-	err = proxy.Serve(tls.NewListener(l, k.TLS))
+	err := proxy.Serve(tls.NewListener(l, k.TLS))
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -132,7 +120,7 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	follow, previous, stamps := q.Get("follow") == "true", q.Get("previous") == "true", q.Get("timestamps") == "true"
 	var pod corev1.Pod
-	if err := k.pods.Get(r.Context(), key, &pod); err != nil {
+	if err := k.Pods.Get(r.Context(), key, &pod); err != nil {
 		code := http.StatusInternalServerError
 		if apierrors.IsNotFound(err) {
 			code = http.StatusNotFound
@@ -176,7 +164,7 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 		}
 		var now corev1.Pod
-		if err := k.pods.Get(r.Context(), key, &now); err != nil || now.UID != pod.UID || now.DeletionTimestamp != nil {
+		if err := k.Pods.Get(r.Context(), key, &now); err != nil || now.UID != pod.UID || now.DeletionTimestamp != nil {
 			write([]LogLine{{Time: time.Now(), Text: "stopped: the pod was deleted"}})
 			return
 		}

@@ -3,7 +3,16 @@
 // that tell a simulated pod when to exit and with which code.
 package sim
 
-import _ "embed"
+import (
+	_ "embed"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
 
 const (
 	// RunAnnotation makes a Running pod on a simulated node exit after the
@@ -36,3 +45,19 @@ var Stages []byte
 //
 //go:embed kwok-rbac.yaml
 var KwokRBAC []byte
+
+// NewCache is the one cache of a `multislice sim-agents` process, shared by
+// the agents and the kubelet log endpoint: pods (and JobSets, once the
+// agents find the CRD served), without the managed fields nothing here
+// reads. The caller starts it.
+func NewCache(cfg *rest.Config) (cache.Cache, error) {
+	return cache.New(cfg, cache.Options{Scheme: scheme(), DefaultTransform: cache.TransformStripManagedFields()})
+}
+
+// scheme: the kinds the simulator reads and writes.
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = api.AddToScheme(s)
+	_ = corev1.AddToScheme(s)
+	return s
+}

@@ -158,8 +158,13 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 				return err
 			}
 			cfg.QPS, cfg.Burst = 500, 1000
+			informers, err := sim.NewCache(cfg)
+			if err != nil {
+				return err
+			}
 			g, ctx := errgroup.WithContext(cmd.Context())
-			g.Go(func() error { return (&sim.Agents{Config: cfg, Log: f.Out}).Run(ctx) })
+			g.Go(func() error { return informers.Start(ctx) })
+			g.Go(func() error { return (&sim.Agents{Config: cfg, Cache: informers, Log: f.Out}).Run(ctx) })
 			if egressPort != 0 {
 				h, err := f.Home()
 				if err != nil {
@@ -173,7 +178,7 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("--egress-port: %w", err)
 				}
-				g.Go(func() error { return (&sim.Kubelet{Config: cfg, TLS: tlsCfg}).Serve(ctx, l) })
+				g.Go(func() error { return (&sim.Kubelet{Pods: informers, TLS: tlsCfg}).Serve(ctx, l) })
 			}
 			return g.Wait()
 		},
