@@ -198,6 +198,16 @@ func (r *Repairer) recreate(ctx context.Context, p fleet.Resolved) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// A repaired host is a new machine: its old kubelet's lease goes too.
+	// Left to the garbage collector, it could vanish under kwok after kwok
+	// took the new node over, and the node would stay Ready with its pods
+	// Pending (seen once, on the host that chaos fail-host had failed).
+	for i := 0; i < p.Nodes; i++ {
+		err := c.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, fleet.NodeName(p.Name, i), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
 	if err := c.createNodes(ctx, []fleet.Resolved{p}); err != nil {
 		return err
 	}
