@@ -27,11 +27,6 @@ const (
 	// SimulatedCondition is a pod condition that says, on every pod a
 	// simulated node runs, that no container process actually ran.
 	SimulatedCondition = "multislice.dev/Simulated"
-	// RestartAllAnnotation ("<restart count>/<exit code>") is how a
-	// worker's failure under a RestartAllContainers rule passes from one
-	// kwok Stage to the next: the simulated kubelet restarts every container
-	// of the pod in place while the restart count is still the one named.
-	RestartAllAnnotation = "multislice.dev/simulate-restart-all"
 )
 
 // Stages is the kwok configuration: KwokConfiguration options plus the
