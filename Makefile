@@ -24,7 +24,7 @@ all: build
 build: $(MULTISLICE)
 
 $(MULTISLICE): $(GO_SOURCES)
-	go build -o $@ ./cmd/multislice
+	@./hack/build-multislice.sh $@
 
 ## binaries: the pinned control plane (etcd, kube-*, kwok), cached in bin/ by version
 binaries:
@@ -55,7 +55,7 @@ release:
 demo: binaries build
 	@./hack/demo.sh
 
-## browser: Debian's Chromium at the pinned version, for the dashboard's browser test
+## browser: Debian's Chromium (a minimum version, checked), for the dashboard's browser test
 browser:
 	@./hack/install-chromium.sh
 

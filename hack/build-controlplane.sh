@@ -51,8 +51,8 @@ envtest_links() {
   ln -s "../kubernetes-$KUBERNETES_VERSION/kube-apiserver" "$1/kube-apiserver"
 }
 
-build_into "$bin/etcd-$ETCD_VERSION" "etcd $ETCD_VERSION (~30 s)" etcd_build
-build_into "$bin/kwok-$KWOK_VERSION" "kwok $KWOK_VERSION (~1 min)" kwok_build
+build_into "$bin/etcd-$ETCD_VERSION" "etcd $ETCD_VERSION (~2 min on a fresh machine)" etcd_build
+build_into "$bin/kwok-$KWOK_VERSION" "kwok $KWOK_VERSION (~3 min)" kwok_build
 build_into "$bin/kubernetes-$KUBERNETES_VERSION" \
-  "kube-apiserver, kube-scheduler, kube-controller-manager $KUBERNETES_VERSION (~6 min)" kube_build
+  "kube-apiserver, kube-scheduler, kube-controller-manager $KUBERNETES_VERSION (~13 min)" kube_build
 build_into "$bin/envtest-$KUBERNETES_VERSION-$ETCD_VERSION" "envtest assets" envtest_links

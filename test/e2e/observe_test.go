@@ -29,6 +29,10 @@ func TestLogsAndDashboard(t *testing.T) {
 	if err != nil {
 		t.Fatal("chromium is missing: run hack/install-chromium.sh (make test does)")
 	}
+	// Its Debian wrapper script prints shell errors of its own on stderr.
+	if version, err := exec.Command(chromium, "--version").Output(); err == nil {
+		t.Logf("browser: %s", strings.TrimSpace(string(version)))
+	}
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	if err := c.Objects.Create(ctx, seedCopy(t, "multislice-job", "")); err != nil {
@@ -215,10 +219,7 @@ func waitPage(t *testing.T, browser context.Context, what, check string) {
 // screenshot saves the whole page as a test artifact.
 func screenshot(t *testing.T, browser context.Context, name string) {
 	t.Helper()
-	dir := os.Getenv("MULTISLICE_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(filepath.Dir(framework.BinDir(t)), "_artifacts")
-	}
+	dir := framework.ArtifactsDir(t)
 	png, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Errorf("screenshot: %v", err)
