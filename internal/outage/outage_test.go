@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,48 @@ func TestTransport(t *testing.T) {
 	began = time.Now()
 	if _, err := client.Do(req); err == nil || time.Since(began) > time.Second {
 		t.Errorf("cancelled: err %v after %s", err, time.Since(began))
+	}
+}
+
+// TestTransportWaitsForAuthorization: an API server that has just started
+// refuses requests ("forbidden") while its /readyz fails; the request is
+// answered once it is ready. A refusal by a ready server is returned at once.
+func TestTransportWaitsForAuthorization(t *testing.T) {
+	var startedAt = time.Now()
+	starting := func() bool { return time.Since(startedAt) < 300*time.Millisecond }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/readyz" && starting():
+			w.WriteHeader(http.StatusInternalServerError)
+		case r.URL.Path == "/readyz":
+			_, _ = w.Write([]byte("ok"))
+		case r.URL.Path == "/forbidden" || starting():
+			w.WriteHeader(http.StatusForbidden)
+		default:
+			b, _ := io.ReadAll(r.Body)
+			_, _ = w.Write(b)
+		}
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: Transport(20*time.Millisecond, 5*time.Second)(http.DefaultTransport)}
+
+	resp, err := client.Post(srv.URL+"/api", "text/plain", strings.NewReader("status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(b) != "status" || time.Since(startedAt) < 250*time.Millisecond {
+		t.Errorf("during start-up: %s %q after %s, want the body echoed once ready", resp.Status, b, time.Since(startedAt))
+	}
+
+	began := time.Now()
+	resp, err = client.Get(srv.URL + "/forbidden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || time.Since(began) > time.Second {
+		t.Errorf("a ready server's refusal: %s after %s, want 403 at once", resp.Status, time.Since(began))
 	}
 }

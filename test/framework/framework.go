@@ -105,6 +105,7 @@ func StartCluster(t testing.TB, args ...string) (*Cluster, string) {
 			t.Errorf("multislice down: %v\n%s", err, out)
 		}
 	})
+	c.keepOnFailure()
 	out := c.MustRun(append([]string{"up"}, args...)...)
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(home, "kubeconfig"))
 	if err != nil {
