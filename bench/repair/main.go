@@ -109,7 +109,7 @@ func run(bin, mode string, faults, upArgs []string, managerArgs string, limit ti
 		// Wait for every pool of the group to be whole again.
 		for t := 0; t < 120; t++ {
 			out, _ := ms("nodepool", "status", "-l", "MultisliceGroup=multislice-group-1")
-			if strings.Contains(out, "(5 of 4 slices healthy") || mode != "multislice" {
+			if strings.Contains(out, "(4 slices + 1 spare healthy") || mode != "multislice" {
 				break
 			}
 			time.Sleep(500 * time.Millisecond)

@@ -27,6 +27,8 @@ type Snapshot struct {
 	Pods    []corev1.Pod
 	Events  []corev1.Event // regarding JobSets
 	Now     time.Time
+	// GroupLabel names a node's multislice group ("": MultisliceGroup).
+	GroupLabel string
 }
 
 // Page is everything the dashboard shows; /api/page serves it as JSON.
@@ -68,7 +70,7 @@ type Workload struct {
 
 // Build is the pure part of the dashboard.
 func Build(s Snapshot) Page {
-	p := Page{Updated: s.Now, Fleet: view.Fleet(s.Nodes, s.Jobs, s.Pods)}
+	p := Page{Updated: s.Now, Fleet: view.Fleet(s.GroupLabel, s.Nodes, s.Jobs, s.Pods)}
 	for _, g := range p.Fleet {
 		for _, pool := range g.Pools {
 			p.Summary.Pools++

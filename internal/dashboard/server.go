@@ -62,6 +62,8 @@ type Server struct {
 	// 200 ms): a restart of 1,000 pods is a few updates, not thousands.
 	Coalesce time.Duration
 	Log      io.Writer
+	// GroupLabel names a node's multislice group ("": MultisliceGroup).
+	GroupLabel string
 
 	cache   cache.Cache
 	changed chan struct{}
@@ -187,7 +189,7 @@ func (s *Server) refresh(ctx context.Context) error {
 			return err
 		}
 	}
-	page := Build(Snapshot{Nodes: nodes.Items, JobSets: jobsets.Items, Jobs: jobs.Items, Pods: pods.Items, Events: events.Items, Now: time.Now()})
+	page := Build(Snapshot{Nodes: nodes.Items, JobSets: jobsets.Items, Jobs: jobs.Items, Pods: pods.Items, Events: events.Items, Now: time.Now(), GroupLabel: s.GroupLabel})
 	sections, err := s.render.render(page)
 	if err != nil {
 		return err

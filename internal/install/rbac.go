@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/multislice/multislice/config/agent"
 	"github.com/multislice/multislice/config/rbac"
 )
 
@@ -119,6 +120,16 @@ func ManagerRBAC(ctx context.Context, cfg *rest.Config, ns string, users ...stri
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// AgentRBAC grants the in-place restart agent's shipped permissions
+// (config/agent) in namespace ns: its ServiceAccount, multislice-agent, is
+// what examples/in-place-restart.yaml's pods run as.
+func AgentRBAC(ctx context.Context, cfg *rest.Config, ns string) error {
+	if err := ApplyRBAC(ctx, cfg, agent.RBAC, ns); err != nil {
+		return fmt.Errorf("grant the in-place restart agent's permissions in %s: %w", ns, err)
 	}
 	return nil
 }

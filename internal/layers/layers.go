@@ -13,7 +13,7 @@ var Layers = []struct {
 }{
 	{"api", []string{"api/", "config/"}},
 	{"facts", []string{"internal/gke", "internal/tpu", "internal/naming", "internal/features", "internal/metrics",
-		"internal/pki", "internal/outage", "internal/versions", "internal/layers", "internal/testobj"}},
+		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj"}},
 	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/workload"}},
 	{"install", []string{"internal/install", "internal/release"}},

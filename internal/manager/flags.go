@@ -2,13 +2,14 @@ package manager
 
 import (
 	"fmt"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/multislice/multislice/internal/cmdline"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
@@ -21,11 +22,13 @@ import (
 // it and calls Args, so every flag's name and default lives here only.
 type Flags struct {
 	Options
-	Kubeconfig  string
-	Gates       string // --feature-gates, parsed into Options.FeatureGates
-	WebhookURL  string
-	Controllers string // all | none
-	Webhooks    string // all | none
+	Kubeconfig    string
+	TLSMinVersion string // --tls-min-version, parsed into Options.TLS
+	TLSCiphers    string // --tls-cipher-suites (comma-separated), likewise
+	Gates         string // --feature-gates, parsed into Options.FeatureGates
+	WebhookURL    string
+	Controllers   string // all | none
+	Webhooks      string // all | none
 }
 
 // DefaultFlags is what the manager runs with when given no flags.
@@ -66,24 +69,13 @@ func (f *Flags) Bind(fl *pflag.FlagSet) {
 	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")
 	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")
 	fl.IntVar(&o.Burst, "kube-api-burst", 500, "client request burst")
+	fl.StringVar(&f.TLSMinVersion, "tls-min-version", "VersionTLS12", "minimum TLS version of the webhook and metrics servers: VersionTLS12 or VersionTLS13")
+	fl.StringVar(&f.TLSCiphers, "tls-cipher-suites", "", "TLS 1.2 cipher suites of the webhook and metrics servers, by IANA name (default: Go's secure list); weak suites are refused")
 }
 
 // Args is the command line that gives a manager f: every flag whose value
 // differs from its default, as --name=value, in name order.
-func (f Flags) Args() []string {
-	var bound Flags
-	fl := pflag.NewFlagSet("args", pflag.ContinueOnError)
-	bound.Bind(fl)
-	bound = f // the flags still point into bound: they now read f's values
-	var args []string
-	fl.VisitAll(func(v *pflag.Flag) {
-		if s := v.Value.String(); s != v.DefValue {
-			args = append(args, "--"+v.Name+"="+s)
-		}
-	})
-	sort.Strings(args)
-	return args
-}
+func (f Flags) Args() []string { return cmdline.Args(f, (*Flags).Bind) }
 
 // Complete checks the flags and turns them into the manager's Options and
 // the API server's address.
@@ -118,12 +110,23 @@ func (f Flags) Complete() (Options, *rest.Config, error) {
 		return o, nil, fmt.Errorf("--leader-elect-retry-period=%s < --leader-elect-renew-deadline=%s < --leader-elect-lease-duration=%s must hold",
 			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
+	if o.TLS, err = ParseTLSOptions(f.TLSMinVersion, splitList(f.TLSCiphers)); err != nil {
+		return o, nil, fmt.Errorf("--tls-min-version/--tls-cipher-suites: %w", err)
+	}
 	o.Endpoint = Endpoint{ServiceNamespace: o.Namespace, URLBase: f.WebhookURL}
 	cfg, err := clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
 	if err != nil {
 		return o, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	return o, cfg, nil
+}
+
+// splitList reads a comma-separated flag value ("" is none).
+func splitList(v string) []string {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // onOff reads an all|none switch; it returns true for none (switched off).

@@ -70,6 +70,13 @@ func TestFlagsComplete(t *testing.T) {
 		{"no rate", func(f *Flags) { f.QPS = 0 }, "--kube-api-qps=0"},
 		{"renew deadline past the lease", func(f *Flags) { f.RenewDeadline = 10 * time.Second }, "--leader-elect-renew-deadline=10s < --leader-elect-lease-duration=8s must hold"},
 		{"timings unchecked without leader election", func(f *Flags) { f.LeaderElect, f.RenewDeadline = false, 10*time.Second }, ""},
+		{"TLS 1.3 only", func(f *Flags) { f.TLSMinVersion = "VersionTLS13" }, ""},
+		{"TLS 1.1 refused", func(f *Flags) { f.TLSMinVersion = "VersionTLS11" }, `--tls-min-version/--tls-cipher-suites: TLS minimum version "VersionTLS11": want VersionTLS12 or VersionTLS13`},
+		{"strong suites", func(f *Flags) {
+			f.TLSCiphers = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+		}, ""},
+		{"weak suite refused", func(f *Flags) { f.TLSCiphers = "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_RSA_WITH_RC4_128_SHA" }, "TLS cipher suite TLS_RSA_WITH_RC4_128_SHA is weak and refused"},
+		{"unknown suite refused", func(f *Flags) { f.TLSCiphers = "TLS_FAST" }, `TLS cipher suite "TLS_FAST" is unknown`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := DefaultFlags()

@@ -6,6 +6,7 @@ package manager
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -85,6 +86,8 @@ type Options struct {
 	AgentTimeout time.Duration
 	// NoSliceHealth turns slice health off (upstream behaviour).
 	NoSliceHealth bool
+	// TLS applies to the webhook and metrics servers.
+	TLS TLSOptions
 	// SkipNameValidation lets several managers run in one process (tests).
 	SkipNameValidation bool
 }
@@ -163,6 +166,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 	}
 	owned := cache.ByObject{Label: ownedByJobSets()}
+	webhookServer := webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
+		TLSOpts: []func(*tls.Config){o.TLS.apply}})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsOptions(o),
@@ -177,7 +182,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		// A replica that stops (rollout, drain) hands the lease over at
 		// once instead of letting it run out: it stops reconciling first.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
+		WebhookServer:                 webhookServer,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
@@ -217,7 +222,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return l.Items, err
 	}, workload.State)
 	if o.DashboardAddr != "" && o.DashboardAddr != "0" {
-		if err := mgr.Add(dashboardRunnable{cfg: cfg, addr: o.DashboardAddr}); err != nil {
+		if err := mgr.Add(dashboardRunnable{cfg: cfg, addr: o.DashboardAddr, groupLabel: o.GroupLabel}); err != nil {
 			return err
 		}
 	}
@@ -225,7 +230,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 }
 
 func metricsOptions(o Options) metricsserver.Options {
-	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	m := metricsserver.Options{BindAddress: o.MetricsAddr, TLSOpts: []func(*tls.Config){o.TLS.apply}}
 	if o.MetricsSecure {
 		m.SecureServing, m.FilterProvider = true, authorizedMetrics
 	}
@@ -241,6 +246,7 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 		Placer:         &jobsetcontroller.Placer{Client: mgr.GetClient(), GroupLabel: o.GroupLabel, SizeLabel: o.GroupSizeLabel},
 		Gates:          o.FeatureGates,
 		AgentTimeout:   o.AgentTimeout,
+		Events:         mgr.GetAPIReader(),
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return err
@@ -362,8 +368,9 @@ func (c *certRenewer) renew(ctx context.Context) {
 
 // dashboardRunnable serves the dashboard on every replica.
 type dashboardRunnable struct {
-	cfg  *rest.Config
-	addr string
+	cfg        *rest.Config
+	addr       string
+	groupLabel string
 }
 
 func (d dashboardRunnable) NeedLeaderElection() bool { return false }
@@ -379,7 +386,7 @@ func (d dashboardRunnable) Start(ctx context.Context) error {
 		return nil
 	}
 	defer l.Close()
-	s := &dashboard.Server{Config: d.cfg, Log: os.Stderr}
+	s := &dashboard.Server{Config: d.cfg, Log: os.Stderr, GroupLabel: d.groupLabel}
 	if err := s.Start(ctx); err != nil {
 		log.Error(err, "not serving the dashboard")
 		return nil

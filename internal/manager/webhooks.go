@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
 	"github.com/multislice/multislice/internal/webhook/tpu"
 )
 
@@ -64,7 +65,7 @@ func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfigur
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigName},
 		Webhooks: []admissionv1.MutatingWebhook{{
 			Name:         "mjobset.multislice.dev",
-			ClientConfig: e.clientConfig("/mutate-jobset-x-k8s-io-v1alpha2-jobset", ca),
+			ClientConfig: e.clientConfig(jobsetwebhook.MutatePath, ca),
 			// Defaulting on UPDATE too (upstream: CREATE only), so that a
 			// re-applied manifest without the defaults equals the stored spec.
 			Rules:                   jobsetRule(admissionv1.Create, admissionv1.Update),
@@ -88,7 +89,7 @@ func RenderWebhooks(e Endpoint, ca []byte) (*admissionv1.MutatingWebhookConfigur
 		ObjectMeta: metav1.ObjectMeta{Name: ValidatingConfigName},
 		Webhooks: []admissionv1.ValidatingWebhook{{
 			Name:                    "vjobset.multislice.dev",
-			ClientConfig:            e.clientConfig("/validate-jobset-x-k8s-io-v1alpha2-jobset", ca),
+			ClientConfig:            e.clientConfig(jobsetwebhook.ValidatePath, ca),
 			Rules:                   jobsetRule(admissionv1.Create, admissionv1.Update),
 			MatchConditions:         notGoing,
 			FailurePolicy:           ptr.To(admissionv1.Fail),

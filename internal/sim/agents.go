@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
+	"github.com/multislice/multislice/internal/cmdline"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 )
 
@@ -243,3 +245,19 @@ func (a *Agents) waitForJobSets(ctx context.Context) error {
 		return false, nil
 	})
 }
+
+// AgentsFlags is the command line of `multislice sim-agents`; `up` fills
+// it and calls Args.
+type AgentsFlags struct {
+	// EgressPort serves the API server's egress proxy and the simulated
+	// kubelets' logs on 127.0.0.1 (0: not at all).
+	EgressPort int
+}
+
+// Bind defines the flags on fl, each writing into f, at their defaults.
+func (f *AgentsFlags) Bind(fl *pflag.FlagSet) {
+	fl.IntVar(&f.EgressPort, "egress-port", 0, "serve the API server's egress proxy and the simulated kubelets' logs on this 127.0.0.1 port (0: not at all)")
+}
+
+// Args is the command line that gives sim-agents f.
+func (f AgentsFlags) Args() []string { return cmdline.Args(f, (*AgentsFlags).Bind) }

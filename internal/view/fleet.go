@@ -49,8 +49,12 @@ type Host struct {
 
 // Fleet groups the nodes into multislice groups and node pools, with the
 // health of every host and the JobSet that holds each pool (from the child
-// Jobs' assigned domain, and from where JobSet pods run).
-func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
+// Jobs' assigned domain, and from where JobSet pods run). groupLabel is the
+// node label that names a multislice group ("" for GKE's MultisliceGroup).
+func Fleet(groupLabel string, nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
+	if groupLabel == "" {
+		groupLabel = gke.MultisliceGroupLabel
+	}
 	holders := map[string]string{} // pool or node name -> JobSet
 	for _, j := range jobs {
 		if d := j.Annotations[api.AssignedDomainAnnotation]; d != "" && j.DeletionTimestamp == nil && api.JobOutcome(&j) == "" {
@@ -66,7 +70,7 @@ func Fleet(nodes []corev1.Node, jobs []batchv1.Job, pods []corev1.Pod) []Group {
 	expected := map[*Pool]int{} // the hosts of the pool's TPU slice, 0 if unknown
 	for i := range nodes {
 		n := &nodes[i]
-		group := n.Labels[gke.MultisliceGroupLabel]
+		group := n.Labels[groupLabel]
 		poolName := n.Labels[gke.NodePoolLabel]
 		if poolName == "" {
 			poolName = n.Name

@@ -39,7 +39,7 @@ func TestFleet(t *testing.T) {
 	}
 	jobs := []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "js-slice-0",
 		Labels: map[string]string{"jobset.sigs.k8s.io/jobset-name": "js"}, Annotations: map[string]string{"multislice.dev/assigned-domain": "np-a"}}}}
-	groups := Fleet(nodes, jobs, nil)
+	groups := Fleet("", nodes, jobs, nil)
 	if len(groups) != 2 || groups[0].Name != "g1" || groups[1].Name != "" {
 		t.Fatalf("groups = %+v, want g1 then the ungrouped rest", groups)
 	}

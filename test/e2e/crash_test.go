@@ -202,3 +202,45 @@ func condition(js *api.JobSet, typ string) *metav1.Condition {
 	}
 	return nil
 }
+
+// TestPodsRefusedReleasesItsPools: a seed JobSet whose Jobs are created but
+// whose pods are refused (a PriorityClass that does not exist) says so with
+// the Job controller's message, and lets its pools go after a bounded wait,
+// so the valid JobSet behind it runs.
+func TestPodsRefusedReleasesItsPools(t *testing.T) {
+	framework.RequireE2E(t)
+	c, _ := framework.StartCluster(t)
+	ctx := context.Background()
+	bad := seedCopy(t, "typo", "")
+	bad.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = "nope"
+	if err := c.Objects.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	good := seedCopy(t, "good", "")
+	began := time.Now()
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		var got api.JobSet
+		if err := c.Objects.Get(ctx, client.ObjectKeyFromObject(bad), &got); err != nil {
+			return false, err.Error()
+		}
+		created := condition(&got, "ChildPodsCreated")
+		return created != nil && created.Status == metav1.ConditionFalse && created.Reason == "PodCreationFailed" &&
+			strings.Contains(created.Message, "nope"), fmt.Sprintf("ChildPodsCreated %+v", created)
+	})
+	t.Logf("ChildPodsCreated=False %s after the JobSet was created", time.Since(began).Round(100*time.Millisecond))
+	if out := c.MustRun("status", "typo"); !strings.Contains(out, "PodCreationFailed") {
+		t.Errorf("multislice status typo does not show why its pods are missing:\n%s", out)
+	}
+	if err := c.Objects.Create(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	runningOnDistinctPools(t, c, "good", 0)
+	t.Logf("the valid JobSet behind it Running %s after the bad one was created", time.Since(began).Round(100*time.Millisecond))
+	var got api.JobSet
+	if err := c.Objects.Get(ctx, client.ObjectKeyFromObject(bad), &got); err != nil {
+		t.Fatal(err)
+	}
+	if placed := condition(&got, "TopologyAssigned"); placed == nil || placed.Status != metav1.ConditionFalse {
+		t.Errorf("TopologyAssigned of the refused JobSet: %+v, want False", placed)
+	}
+}

@@ -41,8 +41,7 @@ func TestInPlaceRestart(t *testing.T) {
 			dumpJobSetState(t, c)
 		}
 	})
-	applyFile(t, c, "../../config/agent/rbac.yaml")
-	js := inPlaceExample(t)
+	js := inPlaceExample(t) // its ServiceAccount: `up` grants config/agent in default
 	if err := c.Objects.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func checkDefaultFleet(t *testing.T, ctx context.Context, c *framework.Cluster) 
 		}
 	}
 	out := c.MustRun("nodepool", "status", "-l", "MultisliceGroup=multislice-group-1")
-	if !strings.Contains(out, "Ready nodes: 10 of 10") || !strings.Contains(out, "Group multislice-group-1: complete (5 of 4 slices healthy") {
+	if !strings.Contains(out, "Ready nodes: 10 of 10") || !strings.Contains(out, "Group multislice-group-1: complete (4 slices + 1 spare healthy") {
 		t.Errorf("nodepool status:\n%s", out)
 	}
 	out = c.MustRun("nodepool", "status", "-l", "MultisliceGroup=multislice-group-1", "-o", "json")

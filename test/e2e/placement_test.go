@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -269,5 +270,56 @@ func TestPlacementSeesOtherWorkloads(t *testing.T) {
 		if strings.HasPrefix(p.Spec.NodeName, "gke-multislice-group-1-np-1-") {
 			t.Errorf("seed pod %s runs on the pool another workload holds (node %s)", p.Name, p.Spec.NodeName)
 		}
+	}
+}
+
+// TestRenamedGroupLabels: a fleet that names its multislice-group labels
+// itself (groupLabels) starts the manager with them, so placement keeps a
+// JobSet within one group: with team-a's first pool taken, a 2-slice
+// JobSet runs on team-b's two pools, not across the groups.
+func TestRenamedGroupLabels(t *testing.T) {
+	framework.RequireE2E(t)
+	const group, size = "example.com/slice-group", "example.com/slice-group-size"
+	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+	err := os.WriteFile(fleet, []byte(`apiVersion: multislice.dev/v1alpha1
+kind: Fleet
+groupLabels: {name: `+group+`, size: `+size+`}
+groups:
+- {name: team-a, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2}
+- {name: team-b, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2}
+pools:
+- {name: default-pool, machineType: e2-standard-8, numNodes: 1}
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := framework.StartCluster(t, "--fleet", fleet)
+	ctx := context.Background()
+	for _, name := range []string{"one", "two"} {
+		js := seedCopy(t, name, "")
+		pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
+		pod.Spec.Affinity = nil // the seed's names MultisliceGroup
+		delete(pod.Spec.NodeSelector, "MultisliceGroupSize")
+		pod.Spec.NodeSelector[size] = "2"
+		js.Spec.ReplicatedJobs[0].Replicas = map[string]int32{"one": 1, "two": 2}[name]
+		if err := c.Objects.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		want := 2 * int(js.Spec.ReplicatedJobs[0].Replicas)
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			n := runningPods(t, c, name)
+			return n == want, fmt.Sprintf("%s: %d of %d pods Running", name, n, want)
+		})
+	}
+	groups := map[string]bool{}
+	for _, p := range jobsetPods(t, c, "two") {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups[n.Labels[group]] = true
+	}
+	if len(groups) != 1 {
+		t.Errorf("JobSet two runs across groups %v: placement does not know the fleet's group label", groups)
 	}
 }

@@ -65,7 +65,7 @@ func TestAutoRepair(t *testing.T) {
 		// Let the simulated cloud repair the pool before the next fault.
 		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
 			out := c.MustRun("nodepool", "status", "-l", "MultisliceGroup=multislice-group-1")
-			return strings.Contains(out, "(5 of 4 slices healthy"), out
+			return strings.Contains(out, "(4 slices + 1 spare healthy"), out
 		})
 	}
 }

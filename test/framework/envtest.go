@@ -32,6 +32,8 @@ import (
 type Env struct {
 	Config *rest.Config
 	Client client.Client
+	// WebhookAddr and MetricsAddr are where the manager serves them.
+	WebhookAddr, MetricsAddr string
 }
 
 // ErrNoBinaries: the control-plane binaries envtest runs are not built.
@@ -163,7 +165,7 @@ func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 			return nil, nil, fmt.Errorf("manager not ready after 60s (%s: %v)", readyz, err)
 		}
 	}
-	return &Env{Config: cfg, Client: c}, stop, nil
+	return &Env{Config: cfg, Client: c, WebhookAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), MetricsAddr: o.MetricsAddr}, stop, nil
 }
 
 // Namespace creates a fresh namespace for one test case.

@@ -9,6 +9,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,9 @@ func TestChildJobsLabelsAndService(t *testing.T) {
 			// The node-selector strategy: exclusive placement on pre-labelled nodes.
 			js.Annotations = map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool", api.NodeSelectorStrategyKey: "true"}
 			js.Spec.Coordinator = &api.Coordinator{ReplicatedJob: "driver"}
+			// Ports for the headless Service (upstream #1300): named, unnamed, repeated.
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "grpc-coord", ContainerPort: 8476}}
+			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8471}, {ContainerPort: 8476}}
 		}).Obj())
 	jobs := waitJobs(t, env, ns, "js", 4)
 	js := env.Get(t, ns, "js")
@@ -84,6 +88,13 @@ func TestChildJobsLabelsAndService(t *testing.T) {
 	}
 	if svc.Spec.ClusterIP != "None" || !svc.Spec.PublishNotReadyAddresses || svc.Spec.Selector[api.JobSetNameKey] != "js" {
 		t.Errorf("service spec %+v", svc.Spec)
+	}
+	var ports []string
+	for _, p := range svc.Spec.Ports {
+		ports = append(ports, fmt.Sprintf("%s=%d/%s", p.Name, p.Port, p.Protocol))
+	}
+	if want := []string{"tcp-8471=8471/TCP", "grpc-coord=8476/TCP"}; !reflect.DeepEqual(ports, want) {
+		t.Errorf("service ports %v, want %v", ports, want)
 	}
 }
 
@@ -236,7 +247,10 @@ func TestBlockingRecreate(t *testing.T) {
 	restart(t, env, ns, "js", 1, 2)
 }
 
-// TestSuspendAndResume: suspend creates suspended jobs; resume propagates the pod template.
+// TestSuspendAndResume: suspend creates suspended jobs; resume propagates
+// the pod template. Kueue's cycle with two flavors: admitted on flavor a,
+// evicted (suspended, template restored), admitted on flavor b: the Jobs
+// carry b's nodeSelector and tolerations only (upstream #1294).
 func TestSuspendAndResume(t *testing.T) {
 	env := sharedEnv(t)
 	ctx := context.Background()
@@ -249,23 +263,62 @@ func TestSuspendAndResume(t *testing.T) {
 		}
 	}
 	waitCondition(t, env, ns, "js", api.JobSetSuspended, metav1.ConditionTrue, "SuspendedJobs")
-	js := env.Get(t, ns, "js")
-	js.Spec.Suspend = ptr.To(false)
-	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"flavor": "tpu"}
-	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Labels = map[string]string{"kueue.x-k8s.io/admitted": "true"}
-	if err := env.Client.Update(ctx, js); err != nil {
-		t.Fatalf("resume with a new nodeSelector must be allowed: %v", err)
+	admit := func(flavor string) {
+		t.Helper()
+		js := env.Get(t, ns, "js")
+		js.Spec.Suspend = ptr.To(false)
+		pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
+		pod.Spec.NodeSelector = map[string]string{"flavor": flavor}
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: "flavor-" + flavor, Operator: corev1.TolerationOpExists}}
+		pod.Labels = map[string]string{"kueue.x-k8s.io/admitted": flavor}
+		if err := env.Client.Update(ctx, js); err != nil {
+			t.Fatalf("resume with a new nodeSelector must be allowed: %v", err)
+		}
+		waitCondition(t, env, ns, "js", api.JobSetSuspended, metav1.ConditionFalse, "ResumeJobs")
+		framework.Eventually(t, wait, func(context.Context) (bool, string) {
+			for _, j := range env.CurrentJobs(t, ns, "js") {
+				pod := j.Spec.Template
+				if ptr.Deref(j.Spec.Suspend, true) || !reflect.DeepEqual(pod.Spec.NodeSelector, map[string]string{"flavor": flavor}) ||
+					len(pod.Spec.Tolerations) != 1 || pod.Spec.Tolerations[0].Key != "flavor-"+flavor || pod.Labels["kueue.x-k8s.io/admitted"] != flavor {
+					return false, fmt.Sprintf("job %s suspend=%v nodeSelector=%v tolerations=%v labels=%v",
+						j.Name, j.Spec.Suspend, pod.Spec.NodeSelector, pod.Spec.Tolerations, pod.Labels)
+				}
+			}
+			return true, ""
+		})
 	}
-	waitCondition(t, env, ns, "js", api.JobSetSuspended, metav1.ConditionFalse, "ResumeJobs")
-	framework.Eventually(t, wait, func(context.Context) (bool, string) {
+	evict := func() {
+		t.Helper()
+		js := env.Get(t, ns, "js")
+		js.Spec.Suspend = ptr.To(true)
+		pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
+		pod.Spec.NodeSelector, pod.Spec.Tolerations, pod.Labels = nil, nil, nil
+		if err := env.Client.Update(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, env, ns, "js", api.JobSetSuspended, metav1.ConditionTrue, "SuspendedJobs")
+		framework.Eventually(t, wait, func(context.Context) (bool, string) {
+			for _, j := range env.CurrentJobs(t, ns, "js") {
+				if !ptr.Deref(j.Spec.Suspend, false) {
+					return false, "job " + j.Name + " is not suspended yet"
+				}
+			}
+			return true, ""
+		})
+		// What the Job controller does for a suspended Job: its pods are gone
+		// and its clock stops, so its template may change again.
 		for _, j := range env.CurrentJobs(t, ns, "js") {
-			if ptr.Deref(j.Spec.Suspend, true) || j.Spec.Template.Spec.NodeSelector["flavor"] != "tpu" ||
-				j.Spec.Template.Labels["kueue.x-k8s.io/admitted"] != "true" {
-				return false, fmt.Sprintf("job %s suspend=%v nodeSelector=%v", j.Name, j.Spec.Suspend, j.Spec.Template.Spec.NodeSelector)
+			if j.Status.StartTime != nil {
+				j.Status.StartTime = nil
+				if err := env.Client.Status().Update(ctx, &j); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		return true, ""
-	})
+	}
+	admit("a")
+	evict()
+	admit("b")
 }
 
 // TestDependsOn: dependsOn waits for the dependency to complete.
@@ -386,4 +439,17 @@ func keysOf(m map[string]batchv1.Job) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestEmptyJobSet: a JobSet with no replicated jobs is accepted, as
+// upstream's webhook suite expects, gets its Service and no Job, and its
+// status says it has nothing to run.
+func TestEmptyJobSet(t *testing.T) {
+	env := sharedEnv(t)
+	ns := env.Namespace(t)
+	create(t, env, testobj.NewJobSet(ns, "empty").Obj())
+	waitCondition(t, env, ns, "empty", "ChildJobsCreated", metav1.ConditionFalse, "NoReplicatedJobs")
+	if jobs := env.CurrentJobs(t, ns, "empty"); len(jobs) != 0 {
+		t.Errorf("%d Jobs for an empty JobSet", len(jobs))
+	}
 }

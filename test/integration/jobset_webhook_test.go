@@ -160,7 +160,6 @@ func TestJobSetWebhook(t *testing.T) {
 		}, "nodeSelector[cloud.google.com/gke-tpu-topology]", "cannot use single-host slices"},
 		{"TPU pair", func(js *api.JobSet) { tpuSlices(js, "4x4", "4", 0) }, "nodeSelector[cloud.google.com/gke-tpu-topology]", "v4 topologies have 3 dimensions"},
 		{"negative ttl", func(js *api.JobSet) { js.Spec.TTLSecondsAfterFinished = ptr.To(int32(-1)) }, "spec.ttlSecondsAfterFinished", "greater than or equal to 0"},
-		{"no replicated jobs", func(js *api.JobSet) { js.Spec.ReplicatedJobs = nil }, "spec.replicatedJobs", "at least one replicated job"},
 		{"unnamed replicated job", func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Name = "" }, "spec.replicatedJobs[0].name", "name the replicated job"},
 		{"negative maxRestarts", func(js *api.JobSet) { js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: -1} }, "spec.failurePolicy.maxRestarts", "must be 0 or more"},
 		{"exclusive key not a label key", func(js *api.JobSet) {

@@ -113,13 +113,14 @@ func openWith(cmd *cobra.Command, client kubernetes.Interface) (*cloud.Cloud, er
 // NewCmdCloudRepair is the hidden `multislice cloud-repair`, one component
 // of the local cluster.
 func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
-	var delay time.Duration
+	var flags cloud.RepairFlags
 	cmd := &cobra.Command{
 		Use:    "cloud-repair",
 		Short:  "Repair broken slices of the simulated cloud (run by multislice up)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			delay := flags.Delay
 			if err := cloud.CheckRepairDelay("--delay", delay); err != nil {
 				return err
 			}
@@ -139,14 +140,14 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 			return (&cloud.Repairer{Cloud: c, Delay: delay, Log: f.Out}).Run(cmd.Context())
 		},
 	}
-	cmd.Flags().DurationVar(&delay, "delay", 10*time.Second, "time from a fault to the slice being recreated")
+	flags.Bind(cmd.Flags())
 	return cmd
 }
 
 // NewCmdSimAgents is the hidden `multislice sim-agents`, one component of
 // the local cluster: the in-place restart agent of every simulated pod.
 func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
-	var egressPort int
+	var flags sim.AgentsFlags
 	cmd := &cobra.Command{
 		Use:    "sim-agents",
 		Short:  "Play the in-place restart agent and the kubelet's log endpoint of simulated pods (run by multislice up)",
@@ -165,7 +166,7 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 			g, ctx := errgroup.WithContext(cmd.Context())
 			g.Go(func() error { return informers.Start(ctx) })
 			g.Go(func() error { return (&sim.Agents{Config: cfg, Cache: informers, Log: f.Out}).Run(ctx) })
-			if egressPort != 0 {
+			if egressPort := flags.EgressPort; egressPort != 0 {
 				h, err := f.Home()
 				if err != nil {
 					return err
@@ -183,7 +184,7 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 			return g.Wait()
 		},
 	}
-	cmd.Flags().IntVar(&egressPort, "egress-port", 0, "serve the API server's egress proxy and the simulated kubelets' logs on this 127.0.0.1 port (0: not at all)")
+	flags.Bind(cmd.Flags())
 	return cmd
 }
 

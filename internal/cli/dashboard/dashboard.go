@@ -11,12 +11,14 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/dashboard"
+	"github.com/multislice/multislice/internal/gke"
 )
 
 // Options is what `multislice dashboard` was asked.
 type Options struct {
-	Address string
-	Port    int
+	Address    string
+	Port       int
+	GroupLabel string
 }
 
 // NewCmdDashboard is `multislice dashboard`.
@@ -49,7 +51,7 @@ otherwise. The manager can serve the same page (--dashboard-bind-address).`,
 				return fmt.Errorf("--address/--port: %w", err)
 			}
 			defer l.Close()
-			s := &dashboard.Server{Config: cfg, Log: f.Err}
+			s := &dashboard.Server{Config: cfg, Log: f.Err, GroupLabel: o.GroupLabel}
 			if err := s.Start(cmd.Context()); err != nil {
 				return err
 			}
@@ -59,5 +61,6 @@ otherwise. The manager can serve the same page (--dashboard-bind-address).`,
 	}
 	cmd.Flags().StringVar(&o.Address, "address", "127.0.0.1", "address to listen on")
 	cmd.Flags().IntVar(&o.Port, "port", 0, "port to listen on (0: a free one)")
+	cmd.Flags().StringVar(&o.GroupLabel, "group-label", gke.MultisliceGroupLabel, "node label naming a node pool's multislice group (a fleet's groupLabels.name)")
 	return cmd
 }

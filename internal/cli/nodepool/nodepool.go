@@ -293,8 +293,8 @@ func RunStatus(ctx context.Context, f *cli.Factory, selector, output string) err
 		if !g.Complete() {
 			verdict = fmt.Sprintf("INCOMPLETE: needs %d healthy slices", g.Size)
 		}
-		fmt.Fprintf(f.Out, "Group %s: %s (%d of %d slices healthy, %d hosts each; %d pools)\n",
-			g.Name, verdict, g.HealthySlice, g.Size, hosts, len(g.Pools))
+		fmt.Fprintf(f.Out, "Group %s: %s (%s, %d hosts each; %d pools)\n",
+			g.Name, verdict, g.Health(), hosts, len(g.Pools))
 	}
 	return nil
 }

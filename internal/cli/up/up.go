@@ -6,18 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/sim/cloud"
 	"github.com/multislice/multislice/internal/sim/fleet"
 	"github.com/multislice/multislice/internal/sim/localcluster"
@@ -100,47 +96,29 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	began := time.Now()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(f.Out, "Starting a local multislice cluster in %s\n", home)
-	running, err := localcluster.Start(ctx, localcluster.StartOptions{
-		Home: home, Binaries: localcluster.FindBinaries(), APIServerPort: opts.APIServerPort, Progress: f.Out,
-		BeforeControllers: func(ctx context.Context, r *localcluster.Running) error {
-			if opts.NoManager {
-				return nil
-			}
-			fmt.Fprintln(f.Out, "installing the JobSet CRD and the manager's permissions")
-			if err := install.CRD(ctx, r.Config); err != nil {
-				return err
-			}
-			return install.ManagerRBAC(ctx, r.Config, install.Namespace, localcluster.ManagerUser)
-		},
+	res, err := localcluster.Up(ctx, localcluster.UpOptions{
+		Home: home, Binaries: localcluster.FindBinaries(), APIServerPort: opts.APIServerPort,
+		Fleet: cfg, Pools: pools, Exe: exe,
+		NoManager: opts.NoManager, FeatureGates: opts.FeatureGates, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
+		Progress: f.Out,
 	})
-	if errors.Is(err, localcluster.ErrAlreadyRunning) {
-		healed, healErr := localcluster.Heal(home)
-		for _, name := range healed {
-			fmt.Fprintf(f.Out, "restarted %s (log: %s)\n", name, home.Log(name))
-		}
-		if healErr != nil {
-			return healErr
-		}
-		fmt.Fprintln(f.Out, err)
-		return nil
+	for _, name := range res.Healed {
+		fmt.Fprintf(f.Out, "restarted %s (log: %s)\n", name, home.Log(name))
 	}
 	if err != nil {
 		return interrupted(ctx, err)
 	}
-	controlPlane := time.Since(began)
-	if err := provision(ctx, f.Out, running, cfg, pools, opts); err != nil || ctx.Err() != nil {
-		running.Stop()
-		return interrupted(ctx, err)
-	}
-	total := time.Since(began)
-	nodes := 0
-	for _, p := range pools {
-		nodes += p.Nodes
+	if res.AlreadyRunning != nil {
+		fmt.Fprintln(f.Out, res.AlreadyRunning)
+		return nil
 	}
 	fmt.Fprintf(f.Out, "\nCluster ready: control plane in %.1fs, fleet of %d nodes Ready in %.1fs (total %.1fs).\n",
-		controlPlane.Seconds(), nodes, (total - controlPlane).Seconds(), total.Seconds())
+		res.ControlPlane.Seconds(), res.Nodes, (res.Total - res.ControlPlane).Seconds(), res.Total.Seconds())
 	fmt.Fprintf(f.Out, `
 Use it:
   export KUBECONFIG=%s
@@ -160,60 +138,4 @@ func interrupted(ctx context.Context, err error) error {
 		return err
 	}
 	return errors.New("interrupted: stopped everything this `up` had started")
-}
-
-func provision(ctx context.Context, out io.Writer, r *localcluster.Running, cfg *fleet.Config, pools []fleet.Resolved, opts *Options) error {
-	c, err := cloud.Init(ctx, r.Client, cloud.Settings{GroupLabels: cfg.Keys(), Quota: cfg.Quota(pools)})
-	if err != nil {
-		return err
-	}
-	if err := install.PriorityClasses(ctx, r.Client); err != nil {
-		return err
-	}
-	// The manager and the repairer are this same binary in other roles.
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	if !opts.NoManager {
-		if err := r.StartManager(ctx, exe, opts.FeatureGates); err != nil {
-			return err
-		}
-	}
-	want := 0
-	for _, p := range pools {
-		want += p.Nodes
-	}
-	fmt.Fprintf(out, "creating the fleet: %d node pools, %d nodes\n", len(pools), want)
-	if err := c.Provision(ctx, pools); err != nil {
-		return err
-	}
-	if err := r.StartRepairer(exe, opts.RepairDelay); err != nil {
-		return err
-	}
-	if err := r.StartSimAgents(exe); err != nil {
-		return err
-	}
-	ready := 0
-	err = r.WaitFor(ctx, "kwok", opts.Timeout, func(ctx context.Context) (bool, error) {
-		nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, err
-		}
-		ready = 0
-		for i := range nodes.Items {
-			if gke.NodeReady(&nodes.Items[i]) {
-				ready++
-			}
-		}
-		return ready >= want, fmt.Errorf("%d of %d nodes Ready", ready, want)
-	})
-	if err != nil {
-		return fmt.Errorf("fleet not Ready: %w", err)
-	}
-	// Pods cannot be created before the default ServiceAccount exists.
-	return r.WaitFor(ctx, "kube-controller-manager", opts.Timeout, func(ctx context.Context) (bool, error) {
-		_, err := r.Client.CoreV1().ServiceAccounts(corev1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, err
-	})
 }

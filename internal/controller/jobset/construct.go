@@ -2,11 +2,14 @@ package jobset
 
 import (
 	"maps"
+	"sort"
 	"strconv"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -185,8 +188,57 @@ func headlessService(js *api.JobSet) *corev1.Service {
 			ClusterIP:                corev1.ClusterIPNone,
 			Selector:                 map[string]string{api.JobSetNameKey: js.Name},
 			PublishNotReadyAddresses: ptr.Deref(js.Spec.Network.PublishNotReadyAddresses, true),
+			Ports:                    servicePorts(js),
 		},
 	}
+}
+
+// servicePorts are the ports the pods' containers and sidecars declare,
+// one per number and protocol (TCP when unset), named after the container
+// port or, where that name is missing or taken, "<protocol>-<number>":
+// a service mesh such as Istio routes only ports a Service declares, even
+// a headless one (upstream #1300). None declared, none listed.
+func servicePorts(js *api.JobSet) []corev1.ServicePort {
+	type key struct {
+		port     int32
+		protocol corev1.Protocol
+	}
+	seen, names := map[key]bool{}, map[string]bool{}
+	var out []corev1.ServicePort
+	for _, rj := range js.Spec.ReplicatedJobs {
+		spec := &rj.Template.Spec.Template.Spec
+		containers := append([]corev1.Container(nil), spec.Containers...)
+		for _, c := range spec.InitContainers {
+			if ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways {
+				containers = append(containers, c)
+			}
+		}
+		for _, c := range containers {
+			for _, p := range c.Ports {
+				k := key{p.ContainerPort, p.Protocol}
+				if k.protocol == "" {
+					k.protocol = corev1.ProtocolTCP
+				}
+				if k.port <= 0 || seen[k] {
+					continue
+				}
+				seen[k] = true
+				name := p.Name
+				if name == "" || names[name] {
+					name = strings.ToLower(string(k.protocol)) + "-" + strconv.Itoa(int(k.port))
+				}
+				names[name] = true
+				out = append(out, corev1.ServicePort{Name: name, Port: k.port, Protocol: k.protocol, TargetPort: intstr.FromInt32(k.port)})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Port != out[j].Port {
+			return out[i].Port < out[j].Port
+		}
+		return out[i].Protocol < out[j].Protocol
+	})
+	return out
 }
 
 // claims are the shared PVCs of volumeClaimPolicies; only Delete-policy

@@ -32,6 +32,9 @@ type Observed struct {
 	// AgentTimeout bounds an in-place restart that makes no progress
 	// (0: DefaultAgentTimeout).
 	AgentTimeout time.Duration
+	// PodsRefused is a child Job whose pods the Job controller cannot
+	// create (its FailedCreate events), read only when a Job has no pods.
+	PodsRefused *PodRefusal
 }
 
 // Plan is what a reconcile should do, decided by Decide from Observed alone.
@@ -60,6 +63,9 @@ type Plan struct {
 	Suspend, Resume []*batchv1.Job
 	Service         *corev1.Service
 	Claims          []*corev1.PersistentVolumeClaim
+	// ReleaseDomains: the JobSet lets its domains go (its pods cannot be
+	// created); Delete holds its Jobs.
+	ReleaseDomains bool
 	// DeleteJobSet: the TTL after finishing has expired.
 	DeleteJobSet bool
 	RequeueAfter time.Duration
@@ -112,11 +118,26 @@ func Decide(o Observed) (p Plan) {
 		p.Service = headlessService(js)
 	}
 	p.Claims = claims(js)
+	if len(js.Spec.ReplicatedJobs) == 0 {
+		// Upstream accepts it, gives it its Service and nothing else; say why nothing runs.
+		e.put(ChildJobsCreated, metav1.ConditionFalse, NoReplicatedJobsReason,
+			"spec.replicatedJobs is empty: this JobSet has nothing to run and stays as it is (as upstream's does); delete it, or create it again with a replicated job", corev1.EventTypeWarning)
+		return p
+	}
 	if o.Gates.ElasticJobSet {
 		p.Scale = rescaled(js, c.active)
 	}
 
 	suspended := ptr.Deref(js.Spec.Suspend, false)
+	if !suspended {
+		placed := meta.IsStatusConditionTrue(status.Conditions, string(TopologyAssigned))
+		if decidePodCreation(o, c.active, placed, e, &p) {
+			return p
+		}
+		if o.PodsRefused == nil {
+			expectPods(c.active, o.Now, &p)
+		}
+	}
 	startable := startable(js, status.ReplicatedJobsStatus, e, suspended)
 	blocked := len(c.previous) > 0 && js.Spec.FailurePolicy != nil &&
 		js.Spec.FailurePolicy.RestartStrategy == api.BlockingRecreate
@@ -147,9 +168,14 @@ func Decide(o Observed) (p Plan) {
 		e.set(api.JobSetSuspended, metav1.ConditionTrue, api.SuspendedReason, api.SuspendedMessage, corev1.EventTypeNormal)
 		e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobSetSuspendedReason, "jobset is suspended", "")
 	} else {
+		byName := map[string]jobIdentity{}
+		for _, id := range identities(js) {
+			byName[naming.JobName(js.Name, id.rjob.Name, id.index)] = id
+		}
 		for _, j := range c.active {
-			if ptr.Deref(j.Spec.Suspend, false) && startable[j.Labels[api.ReplicatedJobNameKey]] {
-				p.Resume = append(p.Resume, resumed(js, j, status.ExecutionAttempts))
+			id, known := byName[j.Name]
+			if known && ptr.Deref(j.Spec.Suspend, false) && startable[j.Labels[api.ReplicatedJobNameKey]] {
+				p.Resume = append(p.Resume, resumed(js, j, id, o.Gates.RestartJob, status.ExecutionAttempts))
 			}
 		}
 		e.set(api.JobSetSuspended, metav1.ConditionFalse, api.ResumedReason, api.ResumedMessage, corev1.EventTypeNormal)
@@ -232,44 +258,43 @@ func ttlExpired(js *api.JobSet, cond *metav1.Condition, now time.Time) (bool, ti
 	return false, expiry.Sub(now)
 }
 
-// resumed returns a copy of j unsuspended, with the pod-template fields
-// Kueue may have changed while the JobSet was suspended merged in, and the
-// execution attempt it resumes in (set in the same update as the resume,
-// so no pod starts with a stale one).
-func resumed(js *api.JobSet, j *batchv1.Job, execution *int32) *batchv1.Job {
+// resumed returns a copy of j unsuspended, its pod template's scheduling
+// directives (nodeSelector, tolerations, scheduling gates) and the labels
+// and annotations the JobSet writes rebuilt from the JobSet's template, as
+// a new Job of the same identity would have them. A merge kept what Kueue
+// injected for a flavor the workload was since evicted from, so its pods
+// asked for both flavors' nodes and never scheduled (upstream #1294).
+// Placement pins the Job to its domain again on top. The execution attempt
+// it resumes in is set in the same update, so no pod starts with a stale one.
+func resumed(js *api.JobSet, j *batchv1.Job, id jobIdentity, restartJobGate bool, execution *int32) *batchv1.Job {
 	out := j.DeepCopy()
 	out.Spec.Suspend = ptr.To(false)
 	if execution != nil {
 		a := map[string]string{api.ExecutionAttemptKey: strconv.Itoa(int(*execution))}
 		out.Labels, out.Annotations = merge(out.Labels, a), merge(out.Annotations, a)
-		t := &out.Spec.Template
-		t.Labels, t.Annotations = merge(t.Labels, a), merge(t.Annotations, a)
 	}
-	for _, rj := range js.Spec.ReplicatedJobs {
-		if rj.Name != j.Labels[api.ReplicatedJobNameKey] {
-			continue
-		}
-		from, to := &rj.Template.Spec.Template, &out.Spec.Template
-		to.Labels = merge(to.Labels, from.Labels)
-		to.Annotations = merge(to.Annotations, from.Annotations)
-		if len(from.Spec.NodeSelector) > 0 {
-			to.Spec.NodeSelector = merge(to.Spec.NodeSelector, from.Spec.NodeSelector)
-		}
-		to.Spec.Tolerations = union(to.Spec.Tolerations, from.Spec.Tolerations)
-		to.Spec.SchedulingGates = union(to.Spec.SchedulingGates, from.Spec.SchedulingGates)
-	}
+	fresh := constructJob(js, id, restartJobGate, execution).Spec.Template
+	to := &out.Spec.Template
+	to.Labels = merge(jobControllerLabels(j), fresh.Labels)
+	to.Annotations = fresh.Annotations
+	to.Spec.NodeSelector = fresh.Spec.NodeSelector
+	to.Spec.Tolerations = fresh.Spec.Tolerations
+	to.Spec.SchedulingGates = fresh.Spec.SchedulingGates
 	return out
 }
 
-func union[T comparable](have, add []T) []T {
-	out := append([]T(nil), have...)
-	for _, a := range add {
-		found := false
-		for _, h := range out {
-			found = found || h == a
-		}
-		if !found {
-			out = append(out, a)
+// jobControllerLabels are the pod-template labels the Job API wrote (its
+// selector's, job-name): kept, or the update would no longer match.
+func jobControllerLabels(j *batchv1.Job) map[string]string {
+	var selector map[string]string
+	if j.Spec.Selector != nil {
+		selector = j.Spec.Selector.MatchLabels
+	}
+	out := map[string]string{}
+	for k, v := range j.Spec.Template.Labels {
+		_, selected := selector[k]
+		if selected || k == batchv1.JobNameLabel || k == batchv1.ControllerUidLabel || k == "job-name" || k == "controller-uid" {
+			out[k] = v
 		}
 	}
 	return out

@@ -29,7 +29,8 @@ func jobSet(replicas int32, edit ...func(*api.JobSet)) *api.JobSet {
 	return b.Obj()
 }
 
-// childJobs builds the current Jobs of js, with outcome per index ("" active).
+// childJobs builds the current Jobs of js, with outcome per index ("" active,
+// its pods created).
 func childJobs(js *api.JobSet, outcomes ...batchv1.JobConditionType) []*batchv1.Job {
 	var out []*batchv1.Job
 	for _, id := range identities(js) {
@@ -37,6 +38,8 @@ func childJobs(js *api.JobSet, outcomes ...batchv1.JobConditionType) []*batchv1.
 		if id.index < len(outcomes) && outcomes[id.index] != "" {
 			j.Status.Conditions = []batchv1.JobCondition{{Type: outcomes[id.index], Status: corev1.ConditionTrue,
 				Reason: "BackoffLimitExceeded", LastTransitionTime: metav1.NewTime(now.Add(time.Duration(-id.index) * time.Second))}}
+		} else {
+			j.Status.Active = ptr.Deref(j.Spec.Parallelism, 1)
 		}
 		out = append(out, j)
 	}

@@ -63,8 +63,11 @@ type Reconciler struct {
 	// AgentTimeout bounds an in-place restart that makes no progress
 	// before it falls back to recreating (0: DefaultAgentTimeout).
 	AgentTimeout time.Duration
-	lastWrite    sync.Map // JobSet namespace/name -> time.Time of the last status write
-	now          func() time.Time
+	// Events reads the Job controller's FailedCreate events (uncached: only
+	// for Jobs that have no pods); nil leaves pod creation unwatched.
+	Events    client.Reader
+	lastWrite sync.Map // JobSet namespace/name -> time.Time of the last status write
+	now       func() time.Time
 }
 
 // SetupWithManager registers the controller and its index.
@@ -274,6 +277,13 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 		jobs[i] = &list.Items[i]
 	}
 	o := Observed{JobSet: js, Jobs: jobs, Now: r.now(), Gates: r.Gates, AgentTimeout: r.AgentTimeout}
+	if !ptr.Deref(js.Spec.Suspend, false) {
+		refusal, err := findPodRefusal(ctx, r.Events, jobs, o.Now)
+		if err != nil {
+			return o, err
+		}
+		o.PodsRefused = refusal
+	}
 	if r.Gates.InPlaceRestart && inPlace(js) {
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{PodJobSetIndex: js.Name},
@@ -378,6 +388,9 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 			r.event(js, e.Type, e.Reason, e.Message)
 		}
 		metrics.ObserveJobSetStatus(js, before, r.now())
+	}
+	if p.ReleaseDomains && r.Placer != nil {
+		r.Placer.Release(client.ObjectKeyFromObject(js))
 	}
 	if p.DeleteJobSet {
 		err := r.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))

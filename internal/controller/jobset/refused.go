@@ -20,6 +20,9 @@ const (
 	ChildJobsCreated api.JobSetConditionType = "ChildJobsCreated"
 	// JobCreationRefusedReason is its reason while Jobs are refused.
 	JobCreationRefusedReason = "JobCreationRefused"
+	// NoReplicatedJobsReason is its reason for a JobSet with no replicated
+	// job: upstream accepts one and creates nothing.
+	NoReplicatedJobsReason = "NoReplicatedJobs"
 )
 
 // refusal returns the API server's refusal among the errors of creating

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/multislice/multislice/internal/cmdline"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/sim/fleet"
 )
@@ -261,3 +263,17 @@ func (c *Cloud) SetUnavailable(ctx context.Context, accelerator string, hosts in
 	}
 	return err
 }
+
+// RepairFlags is the command line of `multislice cloud-repair`; `up` fills
+// it and calls Args.
+type RepairFlags struct {
+	Delay time.Duration
+}
+
+// Bind defines the flags on fl, each writing into f, at their defaults.
+func (f *RepairFlags) Bind(fl *pflag.FlagSet) {
+	fl.DurationVar(&f.Delay, "delay", 10*time.Second, "time from a fault to the slice being recreated")
+}
+
+// Args is the command line that gives cloud-repair f.
+func (f RepairFlags) Args() []string { return cmdline.Args(f, (*RepairFlags).Bind) }

@@ -34,6 +34,15 @@ type GroupStatus struct {
 // Complete: at least Size slices of the group are wholly Ready.
 func (g GroupStatus) Complete() bool { return g.HealthySlice >= g.Size }
 
+// Health says how many slices are healthy against the group's size, with
+// the spares apart: "4 slices + 1 spare healthy", "3 of 4 slices healthy".
+func (g GroupStatus) Health() string {
+	if spare := g.HealthySlice - g.Size; spare > 0 {
+		return fmt.Sprintf("%d slices + %d spare healthy", g.Size, spare)
+	}
+	return fmt.Sprintf("%d of %d slices healthy", g.HealthySlice, g.Size)
+}
+
 // Status joins the pool records with the live nodes.
 func (c *Cloud) Status(ctx context.Context) ([]PoolStatus, []GroupStatus, error) {
 	pools, err := c.Pools(ctx)

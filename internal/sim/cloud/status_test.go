@@ -72,3 +72,21 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("groups %+v", groups)
 	}
 }
+
+func TestGroupHealth(t *testing.T) {
+	cases := []struct {
+		healthy, size int
+		want          string
+	}{
+		{5, 4, "4 slices + 1 spare healthy"},
+		{6, 4, "4 slices + 2 spare healthy"},
+		{4, 4, "4 of 4 slices healthy"},
+		{3, 4, "3 of 4 slices healthy"},
+		{0, 2, "0 of 2 slices healthy"},
+	}
+	for _, c := range cases {
+		if got := (GroupStatus{HealthySlice: c.healthy, Size: c.size}).Health(); got != c.want {
+			t.Errorf("%d healthy of %d: %q, want %q", c.healthy, c.size, got, c.want)
+		}
+	}
+}

@@ -11,12 +11,17 @@ import (
 	"time"
 
 	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/sim"
+	"github.com/multislice/multislice/internal/sim/cloud"
+	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 // StartManager runs `multislice manager` (the binary at exe) as one more
 // component of the cluster, with its webhooks reached on the loopback and
-// the given feature gates ("" for the defaults), and waits until it serves.
-func (r *Running) StartManager(ctx context.Context, exe, featureGates string) error {
+// the given feature gates ("" for the defaults) and the fleet's group
+// labels (placement and the dashboard find groups by them), and waits
+// until it serves.
+func (r *Running) StartManager(ctx context.Context, exe, featureGates string, groups fleet.GroupLabels) error {
 	var ports [3]int
 	for i := range ports {
 		p, err := freePort()
@@ -34,6 +39,7 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string) er
 	f.ProbeAddr = "127.0.0.1:" + strconv.Itoa(probe)
 	f.CertDir = r.Home.path("webhook-certs")
 	f.Gates = featureGates
+	f.GroupLabel, f.GroupSizeLabel = groups.Name, groups.Size
 	args := append([]string{"manager"}, f.Args()...)
 	if extra := os.Getenv("MULTISLICE_MANAGER_ARGS"); extra != "" {
 		args = append(args, strings.Fields(extra)...) // e.g. --feature-gates=RestartJob=true
@@ -50,14 +56,14 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string) er
 // StartRepairer runs `multislice cloud-repair` (the binary at exe), the
 // simulated cloud's slice repair, as one more component.
 func (r *Running) StartRepairer(exe string, delay time.Duration) error {
-	return r.launch("cloud-repair", exe, []string{"cloud-repair", "--delay=" + delay.String()})
+	return r.launch("cloud-repair", exe, append([]string{"cloud-repair"}, cloud.RepairFlags{Delay: delay}.Args()...))
 }
 
 // StartSimAgents runs `multislice sim-agents`: the in-place restart agent
 // of every simulated pod that has one (kwok runs no container), and the
 // simulated kubelets' log endpoint behind the API server's egress proxy.
 func (r *Running) StartSimAgents(exe string) error {
-	return r.launch("sim-agents", exe, []string{"sim-agents", "--egress-port=" + strconv.Itoa(r.egressPort)}, r.egressPort)
+	return r.launch("sim-agents", exe, append([]string{"sim-agents"}, sim.AgentsFlags{EgressPort: r.egressPort}.Args()...), r.egressPort)
 }
 
 // KubeletTLS is what the simulated kubelets serve with: the cluster's

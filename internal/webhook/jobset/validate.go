@@ -61,9 +61,6 @@ func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 				"must be a whole number of seconds, 0 or more (e.g. \"0\" to stop old pods at once on a restart)"))
 		}
 	}
-	if len(js.Spec.ReplicatedJobs) == 0 {
-		errs = append(errs, field.Required(spec.Child("replicatedJobs"), "a JobSet needs at least one replicated job: add one with a name and a Job template"))
-	}
 	if fp := js.Spec.FailurePolicy; fp != nil && fp.MaxRestarts < 0 {
 		errs = append(errs, field.Invalid(spec.Child("failurePolicy", "maxRestarts"), fp.MaxRestarts, "must be 0 or more (0: the first failure fails the JobSet)"))
 	}

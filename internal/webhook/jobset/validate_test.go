@@ -81,7 +81,7 @@ func TestValidateCreate(t *testing.T) {
 		want  string // "" valid, else a part of the error (the field path first)
 	}{
 		{"valid", features.Gates{}, func(*api.JobSet) {}, ""},
-		{"no replicated jobs", features.Gates{}, func(js *api.JobSet) { js.Spec.ReplicatedJobs = nil }, "spec.replicatedJobs: Required value"},
+		{"no replicated jobs: accepted, as upstream", features.Gates{}, func(js *api.JobSet) { js.Spec.ReplicatedJobs = nil }, ""},
 		{"unnamed", features.Gates{}, rjob(func(rj *api.ReplicatedJob) { rj.Name = "" }), "spec.replicatedJobs[0].name: Required value"},
 		{"name not a DNS label", features.Gates{}, rjob(func(rj *api.ReplicatedJob) { rj.Name = "Work_ers" }), "spec.replicatedJobs[0].name"},
 		{"child Job name too long", features.Gates{}, func(js *api.JobSet) { js.Name = strings.Repeat("a", 60) }, "shorten the JobSet or replicated job name"},

@@ -12,13 +12,15 @@ import (
 	"github.com/multislice/multislice/internal/features"
 )
 
-// Webhook serves /mutate-jobset-x-k8s-io-v1alpha2-jobset and
-// /validate-jobset-x-k8s-io-v1alpha2-jobset, the paths upstream uses.
+// Webhook serves MutatePath and ValidatePath, the paths upstream uses.
 type Webhook struct{ Gates features.Gates }
 
-// SetupWithManager registers both webhooks.
+// SetupWithManager registers both webhooks, each behind readable.
 func (w *Webhook) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &api.JobSet{}).WithDefaulter(w).WithValidator(w).Complete()
+	srv := mgr.GetWebhookServer()
+	srv.Register(MutatePath, &admission.Webhook{Handler: readable{admission.WithDefaulter[*api.JobSet](mgr.GetScheme(), w).Handler}})
+	srv.Register(ValidatePath, &admission.Webhook{Handler: readable{admission.WithValidator[*api.JobSet](mgr.GetScheme(), w).Handler}})
+	return nil
 }
 
 // Default implements admission.Defaulter.

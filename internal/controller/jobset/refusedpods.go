@@ -1,0 +1,187 @@
+package jobset
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+const (
+	// ChildPodsCreated is False while the Job controller cannot create the
+	// pods of a child Job (admission refused them, a quota, a missing
+	// ServiceAccount or PriorityClass): the Job exists, holds its domain and
+	// would wait in silence for ever. Upstream says nothing in this case.
+	// It is written only once such a failure is seen.
+	ChildPodsCreated api.JobSetConditionType = "ChildPodsCreated"
+	// PodCreationFailedReason is its reason while pods cannot be created,
+	// and TopologyAssigned's once the domains are released for it.
+	PodCreationFailedReason = "PodCreationFailed"
+
+	// podsExpectedWithin is how long a new child Job may have no pod before
+	// the Job controller's FailedCreate events are read.
+	podsExpectedWithin = 5 * time.Second
+	// podCreationGrace is how long a JobSet whose pods cannot be created
+	// keeps its domains: then its Jobs go and others may have them.
+	podCreationGrace = 30 * time.Second
+	// podCreationRetry is how long after releasing its domains the JobSet
+	// tries again (the cause, e.g. a missing ServiceAccount, may be fixed).
+	podCreationRetry = 60 * time.Second
+)
+
+// PodRefusal is a child Job whose pods the Job controller cannot create,
+// with its last FailedCreate message.
+type PodRefusal struct {
+	Job, Message string
+}
+
+// podless are the active child Jobs that should have pods by now and have
+// none: not suspended, not finished, older than podsExpectedWithin.
+func podless(jobs []*batchv1.Job, now time.Time) []*batchv1.Job {
+	var out []*batchv1.Job
+	for _, j := range jobs {
+		if awaitsPods(j) && now.Sub(j.CreationTimestamp.Time) >= podsExpectedWithin {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// awaitsPods: a running Job that has no pod, active or finished.
+func awaitsPods(j *batchv1.Job) bool {
+	s := j.Status
+	return j.DeletionTimestamp == nil && !ptr.Deref(j.Spec.Suspend, false) && !jobFinished(j) &&
+		s.Active+s.Succeeded+s.Failed+ptr.Deref(s.Terminating, 0) == 0
+}
+
+func jobFinished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// findPodRefusal reads the Job controller's FailedCreate events of the
+// first podless Job (events are not cached: this read happens only for a
+// JobSet whose Jobs have no pods). nil when there is none.
+func findPodRefusal(ctx context.Context, events client.Reader, jobs []*batchv1.Job, now time.Time) (*PodRefusal, error) {
+	candidates := podless(jobs, now)
+	if events == nil || len(candidates) == 0 {
+		return nil, nil
+	}
+	sort.Slice(candidates, func(i, k int) bool { return candidates[i].Name < candidates[k].Name })
+	j := candidates[0]
+	var list corev1.EventList
+	err := events.List(ctx, &list, client.InNamespace(j.Namespace), client.MatchingFieldsSelector{Selector: fields.SelectorFromSet(fields.Set{
+		"involvedObject.kind": "Job", "involvedObject.uid": string(j.UID), "reason": "FailedCreate"})})
+	if err != nil {
+		return nil, fmt.Errorf("read the FailedCreate events of job %s: %w", j.Name, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	last := list.Items[0]
+	for _, e := range list.Items[1:] {
+		if eventTime(e).After(eventTime(last)) {
+			last = e
+		}
+	}
+	return &PodRefusal{Job: j.Name, Message: last.Message}, nil
+}
+
+func eventTime(e corev1.Event) time.Time {
+	if !e.LastTimestamp.IsZero() {
+		return e.LastTimestamp.Time
+	}
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// decidePodCreation says that pods cannot be created and, once that has
+// lasted podCreationGrace, lets the domains go: the plan deletes the active
+// Jobs and the JobSet tries again podCreationRetry later. It reports
+// whether the plan is complete (nothing to create now).
+func decidePodCreation(o Observed, active []*batchv1.Job, placed bool, e *statusEditor, p *Plan) bool {
+	cond := meta.FindStatusCondition(e.status.Conditions, string(ChildPodsCreated))
+	if o.PodsRefused == nil {
+		if cond != nil && cond.Status == metav1.ConditionFalse && anyPods(active) {
+			e.set(ChildPodsCreated, metav1.ConditionTrue, "PodsCreated", "the child Jobs' pods are created", corev1.EventTypeNormal)
+		}
+		return retryLater(o.Now, e, p)
+	}
+	msg := fmt.Sprintf("the Job controller cannot create the pods of job %s: %s", o.PodsRefused.Job, o.PodsRefused.Message)
+	if placed {
+		msg += fmt.Sprintf("; the JobSet's domains are released %s after the first failure and it tries again %s later", podCreationGrace, podCreationRetry)
+	}
+	e.put(ChildPodsCreated, metav1.ConditionFalse, PodCreationFailedReason, msg, corev1.EventTypeWarning)
+	if !placed {
+		return false
+	}
+	since := meta.FindStatusCondition(e.status.Conditions, string(ChildPodsCreated)).LastTransitionTime.Time
+	if wait := since.Add(podCreationGrace).Sub(o.Now); wait > 0 {
+		requeue(p, wait)
+		return false
+	}
+	p.Delete = append(p.Delete, notDeleting(active)...)
+	p.ReleaseDomains = true
+	e.put(TopologyAssigned, metav1.ConditionFalse, PodCreationFailedReason,
+		fmt.Sprintf("domains released: the pods of job %s cannot be created (see ChildPodsCreated)", o.PodsRefused.Job), "")
+	requeue(p, podCreationRetry)
+	return true
+}
+
+// retryLater holds back the Jobs of a JobSet whose domains were released
+// because its pods could not be created, until podCreationRetry has passed.
+func retryLater(now time.Time, e *statusEditor, p *Plan) bool {
+	c := meta.FindStatusCondition(e.status.Conditions, string(TopologyAssigned))
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != PodCreationFailedReason {
+		return false
+	}
+	if wait := c.LastTransitionTime.Add(podCreationRetry).Sub(now); wait > 0 {
+		requeue(p, wait)
+		return true
+	}
+	return false
+}
+
+// expectPods comes back when a Job without pods should have them, to read
+// why it has none.
+func expectPods(active []*batchv1.Job, now time.Time, p *Plan) {
+	for _, j := range active {
+		if !awaitsPods(j) {
+			continue
+		}
+		requeue(p, max(j.CreationTimestamp.Add(podsExpectedWithin).Sub(now), podsExpectedWithin))
+		return
+	}
+}
+
+func anyPods(jobs []*batchv1.Job) bool {
+	for _, j := range jobs {
+		if s := j.Status; s.Active+s.Succeeded+s.Failed > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// requeue asks for a reconcile within d (the earliest request wins).
+func requeue(p *Plan, d time.Duration) {
+	if p.RequeueAfter == 0 || d < p.RequeueAfter {
+		p.RequeueAfter = d
+	}
+}
