@@ -20,7 +20,7 @@ while kill -0 "$pid" 2>/dev/null; do
     # go build -v names each package as it compiles it (cached ones are not named).
     [[ -n $total ]] || total=$(go list -deps ./cmd/multislice 2>/dev/null | wc -l)
     done_=$(grep -cv '^#' "$log" || true)
-    echo "    ${next}s: compiled $done_ packages (of at most $total; the cache keeps them for next time)"
+    echo "    ${next}s: compiled $done_ packages (of about $total; the cache keeps them for next time)"
     next=$((next + 10))
   fi
 done
