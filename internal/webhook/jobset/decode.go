@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +59,7 @@ func quantityErrors(v any, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			child := fieldChild(path, k)
 			if (k == "limits" || k == "requests") && path != nil && isResources(path) {
 				if m, ok := v[k].(map[string]any); ok {
@@ -77,7 +79,7 @@ func quantityErrors(v any, path *field.Path) field.ErrorList {
 
 func badQuantities(m map[string]any, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, name := range sortedKeys(m) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		s, ok := m[name].(string)
 		if !ok {
 			continue // numbers are quantities
@@ -99,15 +101,5 @@ func fieldChild(path *field.Path, k string) *field.Path {
 
 // isResources: path ends in a "resources" field.
 func isResources(path *field.Path) bool {
-	s := path.String()
-	return len(s) >= len("resources") && s[len(s)-len("resources"):] == "resources"
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return strings.HasSuffix(path.String(), "resources")
 }
