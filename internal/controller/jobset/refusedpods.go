@@ -60,17 +60,8 @@ func podless(jobs []*batchv1.Job, now time.Time) []*batchv1.Job {
 // awaitsPods: a running Job that has no pod, active or finished.
 func awaitsPods(j *batchv1.Job) bool {
 	s := j.Status
-	return j.DeletionTimestamp == nil && !ptr.Deref(j.Spec.Suspend, false) && !jobFinished(j) &&
+	return j.DeletionTimestamp == nil && !ptr.Deref(j.Spec.Suspend, false) && api.JobOutcome(j) == "" &&
 		s.Active+s.Succeeded+s.Failed+ptr.Deref(s.Terminating, 0) == 0
-}
-
-func jobFinished(j *batchv1.Job) bool {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // findPodRefusal reads the Job controller's FailedCreate events of the

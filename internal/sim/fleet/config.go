@@ -221,13 +221,19 @@ func (c *Config) checkSize() error {
 	return nil
 }
 
-// checkNodes refuses a fleet whose pools and spare capacity together are
-// more nodes than its limit.
-func (c *Config) checkNodes(pools []Resolved) error {
+// HostCount is how many hosts the pools hold.
+func HostCount(pools []Resolved) int {
 	n := 0
 	for _, p := range pools {
 		n += p.Nodes
 	}
+	return n
+}
+
+// checkNodes refuses a fleet whose pools and spare capacity together are
+// more nodes than its limit.
+func (c *Config) checkNodes(pools []Resolved) error {
+	n := HostCount(pools)
 	for _, v := range c.Capacity {
 		n += max(v, 0)
 	}

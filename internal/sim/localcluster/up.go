@@ -88,10 +88,7 @@ func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 		}
 		return res, err
 	}
-	res.Total = time.Since(began)
-	for _, p := range o.Pools {
-		res.Nodes += p.Nodes
-	}
+	res.Total, res.Nodes = time.Since(began), fleet.HostCount(o.Pools)
 	return res, nil
 }
 
@@ -110,10 +107,7 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 			return err
 		}
 	}
-	want := 0
-	for _, p := range o.Pools {
-		want += p.Nodes
-	}
+	want := fleet.HostCount(o.Pools)
 	r.say("creating the fleet: %d node pools, %d nodes", len(o.Pools), want)
 	if err := c.Provision(ctx, o.Pools); err != nil {
 		return err
