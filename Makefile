@@ -16,7 +16,7 @@ REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 CREATED  := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE    ?= ghcr.io/multislice/multislice:$(VERSION)
 
-.PHONY: all build binaries browser demo test test-unit test-e2e fmt vet clean generate verify-generated image release
+.PHONY: all build binaries packages demo test test-unit test-e2e fmt vet clean generate verify-generated image release
 
 all: build
 
@@ -26,7 +26,8 @@ build: $(MULTISLICE)
 $(MULTISLICE): $(GO_SOURCES)
 	@./hack/build-multislice.sh $@
 
-## binaries: the pinned control plane (etcd, kube-*, kwok), cached in bin/ by version
+## binaries: the pinned control plane (etcd, kube-*, kwok) and real hosts' parts (kubelet,
+## kube-proxy, containerd, CNI plugins, CoreDNS), cached in bin/ by version
 binaries:
 	@./hack/build-controlplane.sh
 
@@ -55,12 +56,13 @@ release:
 demo: binaries build
 	@./hack/demo.sh
 
-## browser: Debian's Chromium (a minimum version, checked), for the dashboard's browser test
-browser:
-	@./hack/install-chromium.sh
+## packages: the Debian packages tests and real hosts need (Chromium, runc, busybox-static,
+## iproute2, iptables), each with a checked minimum version; as root, through apt
+packages:
+	@./hack/install-packages.sh
 
 ## test: every test (unit, then end-to-end on a real local cluster)
-test: binaries build browser vet verify-generated test-unit test-e2e
+test: binaries build packages vet verify-generated test-unit test-e2e
 
 test-unit:
 	go test $(GOTEST_FLAGS) $$(go list ./... | grep -v /test/)

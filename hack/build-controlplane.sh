@@ -2,6 +2,8 @@
 # Builds the pinned control-plane binaries into bin/, keyed by version:
 #   bin/kubernetes-<v>/{kube-apiserver,kube-scheduler,kube-controller-manager}
 #   bin/etcd-<v>/etcd   bin/kwok-<v>/kwok
+#   real hosts: bin/kubelet-<k8s>/{kubelet,kube-proxy}  bin/containerd-<v>/{containerd,containerd-shim-runc-v2}
+#   bin/cni-plugins-<v>/{bridge,host-local,loopback}  bin/coredns-<v>/coredns
 #   bin/envtest-<k8s>-<etcd>/  (links for controller-runtime's KUBEBUILDER_ASSETS)
 # A directory that exists is complete (each is built in a temporary directory and
 # renamed), so a cached version is never rebuilt and an interrupted build never counts.
@@ -26,15 +28,35 @@ build_into() { # build_into <final dir> <label> <command...>
   step "built $label in $((SECONDS - start))s"
 }
 
-kube_build() {
-  local out=$1 minor=${KUBERNETES_VERSION#v1.}
+kube_build() { # kube_build <out> <command dir...>: from the pinned k8s.io/kubernetes
+  local out=$1 minor=${KUBERNETES_VERSION#v1.}; shift
   minor=${minor%%.*}
   local pkg=k8s.io/component-base/version
   cd "$root/tools/controlplane"
   go build -trimpath -o "$out/" -ldflags "-s -w \
     -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor \
-    -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z" \
-    ./kube-apiserver ./kube-scheduler ./kube-controller-manager
+    -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z" "$@"
+}
+control_plane_build() { kube_build "$1" ./kube-apiserver ./kube-scheduler ./kube-controller-manager; }
+node_build() { kube_build "$1" ./kubelet ./kube-proxy; }
+
+# containerd and the CNI plugins are static (no cgo: no btrfs or zfs
+# snapshotters, which real hosts do not use), from their own modules' go.mod.
+containerd_build() {
+  local m=github.com/containerd/containerd/v2
+  CGO_ENABLED=0 GOBIN="$1" GOFLAGS=-trimpath go install -ldflags "-s -w -X $m/version.Version=$CONTAINERD_VERSION" \
+    "$m/cmd/containerd@$CONTAINERD_VERSION" "$m/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
+}
+
+cni_build() {
+  local m=github.com/containernetworking/plugins/plugins
+  CGO_ENABLED=0 GOBIN="$1" GOFLAGS=-trimpath go install -ldflags "-s -w" \
+    "$m/main/bridge@$CNI_PLUGINS_VERSION" "$m/main/loopback@$CNI_PLUGINS_VERSION" "$m/ipam/host-local@$CNI_PLUGINS_VERSION"
+}
+
+coredns_build() {
+  cd "$root/tools/coredns"
+  go build -trimpath -ldflags "-s -w" -o "$1/coredns" .
 }
 
 etcd_build() {
@@ -54,5 +76,9 @@ envtest_links() {
 build_into "$bin/etcd-$ETCD_VERSION" "etcd $ETCD_VERSION (~2 min on a fresh machine)" etcd_build
 build_into "$bin/kwok-$KWOK_VERSION" "kwok $KWOK_VERSION (~3 min)" kwok_build
 build_into "$bin/kubernetes-$KUBERNETES_VERSION" \
-  "kube-apiserver, kube-scheduler, kube-controller-manager $KUBERNETES_VERSION (~13 min)" kube_build
+  "kube-apiserver, kube-scheduler, kube-controller-manager $KUBERNETES_VERSION (~13 min)" control_plane_build
+build_into "$bin/kubelet-$KUBERNETES_VERSION" "kubelet, kube-proxy $KUBERNETES_VERSION (~2 min)" node_build
+build_into "$bin/containerd-$CONTAINERD_VERSION" "containerd $CONTAINERD_VERSION (~2 min)" containerd_build
+build_into "$bin/cni-plugins-$CNI_PLUGINS_VERSION" "CNI plugins $CNI_PLUGINS_VERSION (~1 min)" cni_build
+build_into "$bin/coredns-$COREDNS_VERSION" "CoreDNS $COREDNS_VERSION (~3 min)" coredns_build
 build_into "$bin/envtest-$KUBERNETES_VERSION-$ETCD_VERSION" "envtest assets" envtest_links

@@ -24,6 +24,7 @@ import (
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/cmdline"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 // Agents plays, for every simulated pod with the in-place restart agent as
@@ -99,9 +100,15 @@ func (a *Agents) Run(ctx context.Context) error {
 			a.mu.Unlock()
 		}
 	}
+	onNode := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok {
+			a.advertiseTPUChips(ctx, n)
+		}
+	}
 	handlers := map[client.Object]toolscache.ResourceEventHandlerFuncs{
-		&corev1.Pod{}: {AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }, DeleteFunc: gone},
-		&api.JobSet{}: {AddFunc: onJobSet, UpdateFunc: func(_, o any) { onJobSet(o) }},
+		&corev1.Pod{}:  {AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }, DeleteFunc: gone},
+		&api.JobSet{}:  {AddFunc: onJobSet, UpdateFunc: func(_, o any) { onJobSet(o) }},
+		&corev1.Node{}: {AddFunc: onNode, UpdateFunc: func(_, o any) { onNode(o) }},
 	}
 	for obj, h := range handlers {
 		inf, err := a.Cache.GetInformer(ctx, obj)
@@ -153,6 +160,10 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
 		return nil // no agent runs yet, or any more
+	}
+	var node corev1.Node
+	if err := a.Cache.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, &node); err == nil && node.Labels[fleet.RealHostLabel] == "true" {
+		return nil // a real kubelet runs this pod's agent
 	}
 	var js api.JobSet
 	if err := a.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[api.JobSetNameKey]}, &js); err != nil {
@@ -206,6 +217,19 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 		}
 	}
 	return nil
+}
+
+// advertiseTPUChips plays GKE's TPU device plugin on a real TPU host.
+func (a *Agents) advertiseTPUChips(ctx context.Context, n *corev1.Node) {
+	patch := TPUChipsPatch(n)
+	if patch == nil {
+		return
+	}
+	target := &corev1.Node{}
+	target.Name = n.Name
+	if err := a.c.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		fmt.Fprintf(a.Log, "advertise the TPU chips of %s: %v\n", n.Name, err)
+	}
 }
 
 // writeStatus writes the pod's status as its kubelet would, if nobody

@@ -20,6 +20,9 @@ var (
 	Etcd            = lookup("ETCD_VERSION")
 	Kwok            = lookup("KWOK_VERSION")
 	ControllerTools = lookup("CONTROLLER_TOOLS_VERSION")
+	Containerd      = lookup("CONTAINERD_VERSION")
+	CNIPlugins      = lookup("CNI_PLUGINS_VERSION")
+	CoreDNS         = lookup("COREDNS_VERSION")
 )
 
 func lookup(key string) string {

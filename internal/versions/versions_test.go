@@ -12,6 +12,7 @@ func TestToolsModulesAgree(t *testing.T) {
 	cases := map[string]string{
 		"../../tools/controlplane/go.mod": "k8s.io/kubernetes " + Kubernetes,
 		"../../tools/etcd/go.mod":         "go.etcd.io/etcd/server/v3 " + Etcd,
+		"../../tools/coredns/go.mod":      "github.com/coredns/coredns " + CoreDNS,
 	}
 	for path, want := range cases {
 		data, err := os.ReadFile(path)

@@ -146,7 +146,9 @@ func (c *Cloud) checkCapacity(r fleet.Resolved, pools []fleet.Resolved) error {
 func (c *Cloud) createNodes(ctx context.Context, pools []fleet.Resolved) error {
 	var nodes []*corev1.Node
 	for _, p := range pools {
-		nodes = append(nodes, fleet.Nodes(p)...)
+		if !p.Real { // a real host's kubelet registers its node
+			nodes = append(nodes, fleet.Nodes(p)...)
+		}
 	}
 	errs := make([]error, len(nodes))
 	workqueue.ParallelizeUntil(ctx, parallelism, len(nodes), func(i int) {

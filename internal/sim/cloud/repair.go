@@ -124,6 +124,9 @@ func (r *Repairer) step(ctx context.Context, now time.Time) error {
 		nodes[n.Labels[gke.NodePoolLabel]] = append(nodes[n.Labels[gke.NodePoolLabel]], n)
 	}
 	for _, p := range pools {
+		if p.Real {
+			continue // the simulated cloud cannot remake a real host; `multislice up` restarts its kubelet
+		}
 		broken := marked[p.Name] || len(nodes[p.Name]) < p.Nodes
 		for _, n := range nodes[p.Name] {
 			broken = broken || n.Labels[FaultLabel] != ""

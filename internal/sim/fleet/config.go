@@ -38,16 +38,23 @@ type Limits struct {
 	Nodes int `json:"nodes,omitempty"`
 	// Pools bounds the node pools, spares included.
 	Pools int `json:"pools,omitempty"`
+	// RealHosts bounds the real hosts (nodes of real pools): each is a
+	// kubelet and a containerd on this machine.
+	RealHosts int `json:"realHosts,omitempty"`
 }
 
 // Default limits: a 1,000-node fleet is Ready in about 20 s on two cores.
+// A real host costs about 60 MiB and some CPU while idle (kubelet and
+// containerd); eight fit beside the control plane on two cores.
 const (
-	DefaultMaxNodes = 5000
-	DefaultMaxPools = 1000
+	DefaultMaxNodes     = 5000
+	DefaultMaxPools     = 1000
+	DefaultMaxRealHosts = 8
 )
 
-func (l Limits) nodes() int { return cmp.Or(l.Nodes, DefaultMaxNodes) }
-func (l Limits) pools() int { return cmp.Or(l.Pools, DefaultMaxPools) }
+func (l Limits) nodes() int     { return cmp.Or(l.Nodes, DefaultMaxNodes) }
+func (l Limits) pools() int     { return cmp.Or(l.Pools, DefaultMaxPools) }
+func (l Limits) realHosts() int { return cmp.Or(l.RealHosts, DefaultMaxRealHosts) }
 
 // GroupSpec declares one multislice group.
 type GroupSpec struct {
@@ -59,6 +66,8 @@ type GroupSpec struct {
 	Slices int `json:"slices"`
 	// Spares are extra pools in the group, ready to replace a failed slice.
 	Spares int `json:"spares,omitempty"`
+	// Real makes every pool of the group real hosts (see Pool.Real).
+	Real bool `json:"real,omitempty"`
 }
 
 const (
@@ -129,9 +138,9 @@ func (c *Config) Expand() ([]Resolved, error) {
 	if len(c.Groups) == 0 && len(c.Pools) == 0 {
 		add("groups", errors.New("the fleet is empty: declare at least one group or pool"))
 	}
-	if c.Limits.Nodes < 0 || c.Limits.Pools < 0 {
-		add("limits", fmt.Errorf("must not be negative (got nodes %d, pools %d); leave them unset for the defaults (%d nodes, %d pools)",
-			c.Limits.Nodes, c.Limits.Pools, DefaultMaxNodes, DefaultMaxPools))
+	if c.Limits.Nodes < 0 || c.Limits.Pools < 0 || c.Limits.RealHosts < 0 {
+		add("limits", fmt.Errorf("must not be negative (got nodes %d, pools %d, realHosts %d); leave them unset for the defaults (%d nodes, %d pools, %d real hosts)",
+			c.Limits.Nodes, c.Limits.Pools, c.Limits.RealHosts, DefaultMaxNodes, DefaultMaxPools, DefaultMaxRealHosts))
 	}
 	if err := c.checkSize(); err != nil {
 		return nil, errors.Join(append(errs, err)...)
@@ -153,7 +162,7 @@ func (c *Config) Expand() ([]Resolved, error) {
 		for j := 0; j < g.Slices+g.Spares; j++ {
 			p := Pool{
 				Name: fmt.Sprintf("%s-np-%d", g.Name, j), Accelerator: g.Accelerator, Topology: g.Topology,
-				MachineType: g.MachineType,
+				MachineType: g.MachineType, Real: g.Real,
 				Labels:      map[string]string{keys.Name: g.Name, keys.Size: strconv.Itoa(g.Slices)},
 			}
 			r, err := Resolve(p)
@@ -190,6 +199,7 @@ func (c *Config) Expand() ([]Resolved, error) {
 	}
 	if len(errs) == 0 {
 		add("fleet", c.checkNodes(pools))
+		add("fleet", c.checkRealHosts(pools))
 	}
 	return pools, errors.Join(errs...)
 }
@@ -228,6 +238,26 @@ func HostCount(pools []Resolved) int {
 		n += p.Nodes
 	}
 	return n
+}
+
+// RealHostCount is how many real hosts the pools hold.
+func RealHostCount(pools []Resolved) int {
+	n := 0
+	for _, p := range pools {
+		if p.Real {
+			n += p.Nodes
+		}
+	}
+	return n
+}
+
+// checkRealHosts refuses more real hosts than the limit: each is a kubelet
+// and a containerd on this machine.
+func (c *Config) checkRealHosts(pools []Resolved) error {
+	if n := RealHostCount(pools); n > c.Limits.realHosts() {
+		return fmt.Errorf("limits.realHosts: the fleet has %d real hosts, more than the limit of %d (each is a kubelet and a containerd on this machine): make fewer pools real, or raise limits.realHosts in the fleet file on purpose", n, c.Limits.realHosts())
+	}
+	return nil
 }
 
 // checkNodes refuses a fleet whose pools and spare capacity together are

@@ -17,6 +17,8 @@ const (
 	KwokNodeAnnotation = "kwok.x-k8s.io/node"
 	// SimulatedLabel marks every node of the simulated fleet.
 	SimulatedLabel = "multislice.dev/simulated"
+	// RealHostLabel marks the nodes of real pools: a real kubelet runs them.
+	RealHostLabel = "multislice.dev/real-host"
 )
 
 // NodeName is the name of host i of a pool, stable across repairs so that a
@@ -25,6 +27,8 @@ func NodeName(pool string, i int) string { return fmt.Sprintf("gke-%s-%d", pool,
 
 // Nodes renders the Node objects of a pool with GKE's labels, taint and
 // capacity. Status conditions are left to kwok, which reports them Ready.
+// A real pool's nodes are what its kubelets register: the labels, the
+// taint and the TPU chips, not kwok's annotation or made-up CPU figures.
 func Nodes(p Resolved) []*corev1.Node {
 	nodes := make([]*corev1.Node, p.Nodes)
 	for i := range nodes {
@@ -72,11 +76,22 @@ func node(p Resolved, i int) *corev1.Node {
 		capacity[gke.TPUResource] = *resource.NewQuantity(int64(s.ChipsPerHost), resource.DecimalSI)
 		taints = append(taints, corev1.Taint{Key: gke.TPUTaintKey, Value: gke.TPUTaintValue, Effect: corev1.TaintEffectNoSchedule})
 	}
+	annotations := map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"}
+	if p.Real {
+		delete(labels, "type")
+		delete(labels, SimulatedLabel)
+		labels[RealHostLabel] = "true"
+		annotations = nil
+		capacity = corev1.ResourceList{}
+		if p.Shape != nil {
+			capacity[gke.TPUResource] = *resource.NewQuantity(int64(p.Shape.ChipsPerHost), resource.DecimalSI)
+		}
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      labels,
-			Annotations: map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Annotations: annotations,
 		},
 		Spec: corev1.NodeSpec{Taints: taints},
 		Status: corev1.NodeStatus{

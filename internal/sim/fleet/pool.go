@@ -29,6 +29,9 @@ type Pool struct {
 	NumNodes int `json:"numNodes,omitempty"`
 	// Labels are extra node labels, e.g. the multislice group labels.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Real pools are made of real hosts on this machine (a kubelet and
+	// containerd each, running real containers) instead of kwok's nodes.
+	Real bool `json:"real,omitempty"`
 }
 
 // Resolved is a pool whose shape has been checked against the catalogue.

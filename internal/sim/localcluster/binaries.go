@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/multislice/multislice/internal/sim/realhost"
 	"github.com/multislice/multislice/internal/versions"
 )
 
@@ -45,15 +46,38 @@ func (b Binaries) ControllerManager() string { return b.kube("kube-controller-ma
 func (b Binaries) Etcd() string              { return filepath.Join(b.Dir, "etcd-"+versions.Etcd, "etcd") }
 func (b Binaries) Kwok() string              { return filepath.Join(b.Dir, "kwok-"+versions.Kwok, "kwok") }
 
+// Real hosts' binaries: built by hack/build-controlplane.sh like the rest.
+func (b Binaries) Kubelet() string    { return filepath.Join(b.Dir, "kubelet-"+versions.Kubernetes, "kubelet") }
+func (b Binaries) Containerd() string { return filepath.Join(b.containerdDir(), "containerd") }
+func (b Binaries) Shim() string       { return filepath.Join(b.containerdDir(), "containerd-shim-runc-v2") }
+func (b Binaries) CNIBin() string     { return filepath.Join(b.Dir, "cni-plugins-"+versions.CNIPlugins) }
+func (b Binaries) CoreDNS() string    { return filepath.Join(b.Dir, "coredns-"+versions.CoreDNS, "coredns") }
+func (b Binaries) containerdDir() string {
+	return filepath.Join(b.Dir, "containerd-"+versions.Containerd)
+}
+
+// Runc is Debian's runc (hack/install-packages.sh installs it).
+const Runc = "/usr/sbin/runc"
+
 // EnvtestAssets is the directory for controller-runtime's KUBEBUILDER_ASSETS.
 func (b Binaries) EnvtestAssets() string {
 	return filepath.Join(b.Dir, "envtest-"+versions.Kubernetes+"-"+versions.Etcd)
 }
 
-// Check reports every missing binary and how to build it.
-func (b Binaries) Check() error {
+// Check reports every missing binary and how to build it; with realHosts,
+// those of real hosts too.
+func (b Binaries) Check(realHosts bool) error {
 	var errs []error
-	for _, path := range []string{b.Etcd(), b.APIServer(), b.Scheduler(), b.ControllerManager(), b.Kwok()} {
+	paths := []string{b.Etcd(), b.APIServer(), b.Scheduler(), b.ControllerManager(), b.Kwok()}
+	if realHosts {
+		paths = append(paths, b.Kubelet(), b.Containerd(), b.Shim(), filepath.Join(b.CNIBin(), "bridge"), b.CoreDNS())
+		for _, p := range []string{Runc, realhost.Busybox} {
+			if _, err := os.Stat(p); err != nil {
+				errs = append(errs, fmt.Errorf("missing %s: install the Debian packages real hosts need with `make packages` (as root)", p))
+			}
+		}
+	}
+	for _, path := range paths {
 		if _, err := os.Stat(path); err != nil {
 			errs = append(errs, fmt.Errorf("missing %s", path))
 		}

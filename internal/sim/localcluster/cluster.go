@@ -28,6 +28,9 @@ type StartOptions struct {
 	APIServerPort int
 	// Progress receives one line per step.
 	Progress io.Writer
+	// RealHosts are the node names of the fleet's real hosts: each gets a
+	// node identity, and their binaries must be built.
+	RealHosts []string
 	// BeforeControllers runs once the API serves, before the controllers
 	// start: CRDs installed here are known to the garbage collector from
 	// its first discovery, so owned objects are collected at once.
@@ -59,8 +62,12 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 		return nil, fmt.Errorf("%w in %s (API server %s): use it (export KUBECONFIG=%s), or stop it with `multislice down`",
 			ErrAlreadyRunning, h, st.APIServer, h.Kubeconfig())
 	}
-	if err := opts.Binaries.Check(); err != nil {
+	if err := opts.Binaries.Check(len(opts.RealHosts) > 0); err != nil {
 		return nil, err
+	}
+	// Whatever real hosts of an earlier cluster here left on the machine.
+	if err := h.cleanRealHosts(); err != nil {
+		return nil, fmt.Errorf("clean up the real hosts of the previous cluster in %s: %w", h, err)
 	}
 	p, err := pickPorts(opts.APIServerPort)
 	if err != nil {
@@ -75,7 +82,7 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 	if err := os.MkdirAll(h.path("logs"), 0o700); err != nil {
 		return nil, err
 	}
-	if err := writePKI(h.path("pki")); err != nil {
+	if err := writePKI(h.path("pki"), opts.RealHosts); err != nil {
 		return nil, fmt.Errorf("generate credentials: %w", err)
 	}
 	if err := h.writeConfigs(p); err != nil {
@@ -152,8 +159,13 @@ func (r *Running) boot(ctx context.Context, opts StartOptions, p ports) error {
 // launch starts a component and records it in the state file at once, so
 // that `down` can stop it even if `up` is killed half-way.
 func (r *Running) launch(name, binary string, args []string, ports ...int) error {
+	return r.launchEnv(name, binary, args, nil, ports...)
+}
+
+// launchEnv is launch with env added to the component's environment.
+func (r *Running) launchEnv(name, binary string, args, env []string, ports ...int) error {
 	r.say("starting %s", name)
-	s, err := start(name, binary, r.Home.Log(name), args, ports)
+	s, err := startEnv(name, binary, r.Home.Log(name), args, env, ports)
 	if err != nil {
 		return err
 	}

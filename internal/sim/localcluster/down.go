@@ -12,11 +12,16 @@ type StopReport struct {
 }
 
 // Down stops every process the cluster in h started, newest first, waits
-// until their ports are free, and forgets the cluster. Logs are kept.
+// until their ports are free, removes what its real hosts left on the
+// machine (containers, mounts, cgroups, the pod bridge; sysctls restored),
+// and forgets the cluster. Logs are kept.
 func Down(h Home) ([]StopReport, error) {
 	st, err := h.ReadState()
-	if err != nil || st == nil {
+	if err != nil {
 		return nil, err
+	}
+	if st == nil {
+		return nil, h.cleanRealHosts() // an `up` that died before recording anything
 	}
 	var report []StopReport
 	for i := len(st.Processes) - 1; i >= 0; i-- {
@@ -39,6 +44,9 @@ func Down(h Home) ([]StopReport, error) {
 				busy = append(busy, fmt.Sprintf("%d (%s)", port, p.Name))
 			}
 		}
+	}
+	if err := h.cleanRealHosts(); err != nil {
+		return report, fmt.Errorf("every process stopped, but the real hosts' leftovers were not all removed: %w", err)
 	}
 	if len(busy) > 0 {
 		return report, fmt.Errorf("every process stopped, but ports %v are still in use by something else", busy)

@@ -57,7 +57,7 @@ func Heal(h Home) ([]string, error) {
 		if err := waitPortsFree(p); err != nil {
 			return err
 		}
-		s, err := start(p.Name, p.Binary, h.Log(p.Name), p.Args, p.Ports)
+		s, err := startEnv(p.Name, p.Binary, h.Log(p.Name), p.Args, p.Env, p.Ports)
 		if err != nil {
 			return err
 		}

@@ -50,6 +50,8 @@ type Process struct {
 	Binary string   `json:"binary"`
 	Ports  []int    `json:"ports"`
 	Args   []string `json:"args,omitempty"`
+	// Env is added to the environment the process started with.
+	Env []string `json:"env,omitempty"`
 }
 
 // State is what `up` records so that `status` and `down` find the cluster.

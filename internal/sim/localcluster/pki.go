@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/multislice/multislice/internal/pki"
@@ -42,11 +43,15 @@ var identities = []identity{
 	{name: "kube-controller-manager", commonName: "system:kube-controller-manager"},
 	{name: "kwok", commonName: kwokUser},
 	{name: "manager", commonName: ManagerUser},
+	{name: "coredns", commonName: coreDNSUser},
 }
 
 // writePKI creates a fresh CA, the apiserver serving certificate, one client
-// certificate per identity and the service-account signing key under dir.
-func writePKI(dir string) error {
+// certificate per identity, one node identity per real host (node-<name>,
+// user system:node:<name> in system:nodes, which the Node authorizer
+// confines to its own node and pods) and the service-account signing key
+// under dir.
+func writePKI(dir string, realHosts []string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -92,7 +97,11 @@ func writePKI(dir string) error {
 		Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	for _, id := range identities {
+	ids := slices.Clone(identities)
+	for _, node := range realHosts {
+		ids = append(ids, identity{name: "node-" + node, commonName: "system:node:" + node, organization: []string{"system:nodes"}})
+	}
+	for _, id := range ids {
 		leaves[id.name] = &x509.Certificate{
 			Subject:     pkix.Name{CommonName: id.commonName, Organization: id.organization},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},

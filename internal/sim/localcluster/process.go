@@ -27,6 +27,11 @@ type started struct {
 // start launches a component in its own session (so it outlives `up` and
 // a terminal hang-up), with stdout and stderr appended to its log.
 func start(name, binary, logPath string, args []string, ports []int) (*started, error) {
+	return startEnv(name, binary, logPath, args, nil, ports)
+}
+
+// startEnv is start with env added to this process's environment.
+func startEnv(name, binary, logPath string, args, env []string, ports []int) (*started, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -34,13 +39,14 @@ func start(name, binary, logPath string, args []string, ports []int) (*started, 
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "=== %s %s\n", time.Now().Format(time.RFC3339), strings.Join(append([]string{binary}, args...), " "))
 	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	s := &started{
-		Process: Process{Name: name, PID: cmd.Process.Pid, Binary: binary, Ports: ports, Args: args},
+		Process: Process{Name: name, PID: cmd.Process.Pid, Binary: binary, Ports: ports, Args: args, Env: env},
 		log:     logPath,
 		exited:  make(chan struct{}),
 	}

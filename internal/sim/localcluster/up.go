@@ -50,7 +50,8 @@ type UpResult struct {
 // Up brings up a local cluster in its one order: the control plane (with
 // the JobSet CRD and the permissions of the manager and the in-place
 // restart agent installed before the controllers start), the simulated
-// cloud, the manager, the fleet, the repairer and the simulated agents;
+// cloud, the manager, the fleet (the real hosts' bridge, registry, DNS,
+// containerds and kubelets among it), the repairer and the simulated agents;
 // it returns once every node is Ready and pods can be created. On a
 // cluster already running in Home it restarts what has stopped instead.
 // On failure it stops whatever it started.
@@ -58,6 +59,7 @@ func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 	began := time.Now()
 	var res UpResult
 	r, err := Start(ctx, StartOptions{Home: o.Home, Binaries: o.Binaries, APIServerPort: o.APIServerPort, Progress: o.Progress,
+		RealHosts: RealHostNames(o.Pools),
 		BeforeControllers: func(ctx context.Context, r *Running) error {
 			if o.NoManager {
 				return nil
@@ -110,6 +112,9 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 	want := fleet.HostCount(o.Pools)
 	r.say("creating the fleet: %d node pools, %d nodes", len(o.Pools), want)
 	if err := c.Provision(ctx, o.Pools); err != nil {
+		return err
+	}
+	if err := r.startRealHosts(ctx, o); err != nil {
 		return err
 	}
 	if err := r.StartRepairer(o.Exe, o.RepairDelay); err != nil {
