@@ -18,6 +18,7 @@ import (
 	"github.com/multislice/multislice/internal/outage"
 	"github.com/multislice/multislice/internal/sim"
 	"github.com/multislice/multislice/internal/sim/cloud"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
 // NewCmdChaos is `multislice chaos`.
@@ -56,6 +57,9 @@ func newCmdFault(f *cli.Factory, kind string) *cobra.Command {
 			c, err := open(cmd, f)
 			if err != nil {
 				return err
+			}
+			if home, err := f.Home(); err == nil {
+				c.StopKubelet = func(node string) error { return localcluster.StopComponent(home, localcluster.KubeletName(node)) }
 			}
 			what, err := c.Inject(cmd.Context(), kind, pool)
 			if err != nil {

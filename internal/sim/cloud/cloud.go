@@ -39,6 +39,10 @@ type Cloud struct {
 	Settings Settings
 	// Who names the caller in the operation lock, e.g. "multislice nodepool create".
 	Who string
+	// StopKubelet stops the kubelet of a real host (a process of the local
+	// cluster, which `multislice up` starts again): a real host is lost
+	// that way. Nil where there are no real hosts.
+	StopKubelet func(node string) error
 }
 
 // Init records the settings of a new cluster's cloud.

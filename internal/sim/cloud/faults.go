@@ -40,6 +40,9 @@ func (c *Cloud) Inject(ctx context.Context, kind, pool string) (string, error) {
 		return "", notFound(pool)
 	}
 	p := pools[i]
+	if p.Real {
+		return c.injectReal(kind, p)
+	}
 	switch kind {
 	case FaultHost:
 		node := fleet.NodeName(pool, 0)
@@ -67,6 +70,24 @@ func (c *Cloud) Inject(ctx context.Context, kind, pool string) (string, error) {
 		return c.failPod(ctx, pool)
 	}
 	return "", fmt.Errorf("unknown fault %q: use %s, %s, %s, %s or %s", kind, FaultHost, FaultDeleteHost, FaultMaintenance, FaultPreempt, FaultPod)
+}
+
+// injectReal applies a fault to a real pool. The only one is a lost host:
+// its kubelet stops, the node goes NotReady when its lease expires, as a
+// host that crashed or left the network. The simulated cloud cannot
+// delete, remake or fail the pods of real hosts.
+func (c *Cloud) injectReal(kind string, p fleet.Resolved) (string, error) {
+	if kind != FaultHost {
+		return "", fmt.Errorf("%s on %s: it is a pool of real hosts, which the simulated cloud cannot remake; use %s (its first host's kubelet stops; `multislice up` starts it again)", kind, p.Name, FaultHost)
+	}
+	if c.StopKubelet == nil {
+		return "", fmt.Errorf("%s on %s: no local cluster runs its real hosts here", kind, p.Name)
+	}
+	node := fleet.NodeName(p.Name, 0)
+	if err := c.StopKubelet(node); err != nil {
+		return "", fmt.Errorf("stop the kubelet of %s: %w", node, err)
+	}
+	return fmt.Sprintf("host %s is lost: its kubelet stopped (it goes NotReady when its lease expires; `multislice up` starts it again)", node), nil
 }
 
 func (c *Cloud) failHost(ctx context.Context, node string) error {

@@ -53,3 +53,23 @@ func Down(h Home) ([]StopReport, error) {
 	}
 	return report, removeIfExists(h.statePath())
 }
+
+// StopComponent stops one running component of the cluster in h, e.g. a
+// real host's kubelet to lose that host. It stays recorded: `up` starts
+// it again.
+func StopComponent(h Home, name string) error {
+	st, err := h.ReadState()
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("no cluster is running in %s", h)
+	}
+	for _, p := range st.Processes {
+		if p.Name == name {
+			p.stop(15 * time.Second)
+			return nil
+		}
+	}
+	return fmt.Errorf("the cluster in %s has no component %s", h, name)
+}

@@ -192,8 +192,11 @@ func (r *Running) startHost(c realhost.Cluster, t realhost.Tools, h realhost.Hos
 		[]string{"PATH=" + h.Run + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}); err != nil {
 		return err
 	}
-	return r.launch("kubelet-"+h.Name, t.Kubelet, c.KubeletArgs(h), kubeletPort, healthz)
+	return r.launch(KubeletName(h.Name), t.Kubelet, c.KubeletArgs(h), kubeletPort, healthz)
 }
+
+// KubeletName is the component name of a real host's kubelet.
+func KubeletName(node string) string { return "kubelet-" + node }
 
 // cleanRealHosts undoes on this machine what real hosts of the cluster in
 // h did, whether they stopped in order or were killed: processes, mounts,
