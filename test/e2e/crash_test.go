@@ -116,8 +116,15 @@ func jobsOf(t *testing.T, c *framework.Cluster, jobset string) []batchv1.Job {
 // Running, and fails if two Jobs share a pool or a Job spans two.
 func runningOnDistinctPools(t *testing.T, c *framework.Cluster, jobset string, attempt int) []corev1.Pod {
 	t.Helper()
+	return waitDistinctPools(t, c, jobset, attempt, 8, 90*time.Second)
+}
+
+// waitDistinctPools waits up to timeout for want pods of the JobSet's
+// attempt Running, each child Job on a node pool of its own.
+func waitDistinctPools(t *testing.T, c *framework.Cluster, jobset string, attempt, want int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
 	var running []corev1.Pod
-	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, timeout, func(ctx context.Context) (bool, string) {
 		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
 			LabelSelector: fmt.Sprintf("%s=%s,%s=%d", api.JobSetNameKey, jobset, api.RestartsKey, attempt),
 		})
@@ -130,7 +137,7 @@ func runningOnDistinctPools(t *testing.T, c *framework.Cluster, jobset string, a
 				running = append(running, p)
 			}
 		}
-		return len(running) == 8, fmt.Sprintf("%d of 8 pods Running at attempt %d", len(running), attempt)
+		return len(running) == want, fmt.Sprintf("%d of %d pods Running at attempt %d", len(running), want, attempt)
 	})
 	poolOfJob, jobOfPool := map[string]string{}, map[string]string{}
 	for _, p := range running {

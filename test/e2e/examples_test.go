@@ -76,17 +76,8 @@ func TestExamples(t *testing.T) {
 		}
 		ok := t.Run(filepath.Base(ex.file), func(t *testing.T) {
 			began := time.Now()
-			for _, args := range commands {
-				cmd := exec.Command("kubectl", args...)
-				cmd.Dir, cmd.Env = root, append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-				}
-				for _, a := range args {
-					if a = strings.TrimPrefix(a, "--from-file="); strings.HasPrefix(a, "examples/") {
-						covered[a] = true
-					}
-				}
+			for _, file := range runKubectlLines(t, c, root, commands) {
+				covered[file] = true
 			}
 			ex.reached(t, c)
 			t.Logf("%s: as promised %s after `kubectl apply`", ex.file, time.Since(began).Round(100*time.Millisecond))
@@ -99,11 +90,33 @@ func TestExamples(t *testing.T) {
 		}
 		waitNoPods(t, c)
 	}
+	for _, file := range realExamples { // their cluster is TestRealHosts's
+		covered[file] = true
+	}
 	for _, file := range exampleFiles(t, root) {
 		if !covered[file] {
 			t.Errorf("%s is not applied by any example's comment: say how to use it, and add it to TestExamples", file)
 		}
 	}
+}
+
+// runKubectlLines runs an example's `kubectl` lines from the repository
+// root against c, and returns the example files they name.
+func runKubectlLines(t *testing.T, c *framework.Cluster, root string, commands [][]string) (files []string) {
+	t.Helper()
+	for _, args := range commands {
+		cmd := exec.Command("kubectl", args...)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		for _, a := range args {
+			if a = strings.TrimPrefix(a, "--from-file="); strings.HasPrefix(a, "examples/") {
+				files = append(files, a)
+			}
+		}
+	}
+	return files
 }
 
 // exampleCommands reads the `kubectl ...` and `multislice up ...` lines of

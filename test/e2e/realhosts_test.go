@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/sim/realhost"
+	"github.com/multislice/multislice/internal/versions"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// realExamples are the examples that ask for the cluster of
+// examples/fleet-real.yaml; TestRealHosts applies them.
+var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobset.yaml"}
+
+// TestRealHosts runs examples/fleet-real.yaml: eight real hosts (kubelets
+// and containerds on this machine) beside the seed's simulated group. Real
+// containers start from the local registry's images, resolve each other
+// through the cluster DNS, are read by kubectl logs and multislice logs; a
+// TPU JobSet on the real slices restarts with new containers, and moves to
+// the spare real slice when a host is lost. `down` leaves nothing behind.
+func TestRealHosts(t *testing.T) {
+	framework.RequireE2E(t)
+	if os.Geteuid() != 0 {
+		t.Skip("real hosts need root (cgroups, mounts, a bridge); run make test-e2e as root")
+	}
+	kubectl := requireKubectl(t)
+	root, _ := filepath.Abs("../..")
+	before := readSysctls()
+	began := time.Now()
+	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-real.yaml"))
+	t.Logf("multislice up with 8 real hosts and 10 simulated ones took %s", time.Since(began).Round(10*time.Millisecond))
+	ctx := context.Background()
+
+	t.Run("real nodes", func(t *testing.T) {
+		nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.RealHostLabel + "=true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes.Items) != 8 {
+			t.Fatalf("%d real nodes, want 8", len(nodes.Items))
+		}
+		for _, n := range nodes.Items {
+			info := n.Status.NodeInfo
+			if !ready(n) || !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://2.") || info.KubeletVersion != versions.Kubernetes {
+				t.Errorf("%s: ready %v, runtime %s, kubelet %s; want Ready, containerd 2.x, %s", n.Name, ready(n), info.ContainerRuntimeVersion, info.KubeletVersion, versions.Kubernetes)
+			}
+			chips := n.Status.Allocatable[gke.TPUResource]
+			if n.Labels[gke.AcceleratorLabel] != "" && (chips.Value() != 4 || !hasTPUTaint(n)) {
+				t.Errorf("%s: %s chips and taints %v; want 4 and the TPU taint", n.Name, chips.String(), n.Spec.Taints)
+			}
+		}
+	})
+	t.Run("idle cost", func(t *testing.T) { logIdleCost(t, c) })
+	t.Run("dns and connect", func(t *testing.T) { checkDNSAndConnect(t, ctx, c) })
+
+	var firstIDs []string
+	t.Run("tpu jobset on real slices", func(t *testing.T) {
+		for _, file := range realExamples {
+			commands, _ := exampleCommands(t, filepath.Join(root, file))
+			runKubectlLines(t, c, root, commands)
+		}
+		pods := waitDistinctPools(t, c, "real-tpu-job", 0, 4, 90*time.Second)
+		for _, p := range pods {
+			if !strings.HasPrefix(p.Spec.NodeName, "gke-real-group-") {
+				t.Errorf("pod %s runs on %s, not a real host", p.Name, p.Spec.NodeName)
+			}
+			firstIDs = append(firstIDs, p.Status.ContainerStatuses[0].ContainerID)
+		}
+		// Every worker read the injected environment and resolved every
+		// worker of its slice through the cluster DNS.
+		framework.Eventually(t, 60*time.Second, func(context.Context) (bool, string) {
+			out, _ := c.Run("logs", "real-tpu-job")
+			for slice := range 2 {
+				for worker := range 2 {
+					prefix := fmt.Sprintf("[slice-%d/worker-%d attempt-0] ", slice, worker)
+					if !strings.Contains(out, prefix+fmt.Sprintf("worker %d of slice %d (of 2)", worker, slice)) ||
+						strings.Count(out, prefix+"resolved real-tpu-job-slice-") != 2 {
+						return false, "multislice logs real-tpu-job:\n" + out
+					}
+				}
+			}
+			return true, ""
+		})
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("restart all recreates real containers", func(t *testing.T) {
+		pods := waitDistinctPools(t, c, "real-tpu-job", 0, 4, 90*time.Second)
+		began := time.Now()
+		if out, err := kubectl(c, "exec", pods[0].Name, "--", "touch", "/tmp/fail"); err != nil {
+			t.Fatalf("kubectl exec: %v\n%s", err, out)
+		}
+		for _, p := range waitDistinctPools(t, c, "real-tpu-job", 1, 4, 90*time.Second) {
+			if id := p.Status.ContainerStatuses[0].ContainerID; id == "" || slices.Contains(firstIDs, id) {
+				t.Errorf("pod %s of attempt 1 runs container %q, not a new one", p.Name, id)
+			}
+		}
+		t.Logf("a worker's exit 3 to every worker Running again in new containers: %s", time.Since(began).Round(100*time.Millisecond))
+	})
+
+	t.Run("host lost moves the JobSet to the spare real slice", func(t *testing.T) {
+		pods := waitDistinctPools(t, c, "real-tpu-job", 1, 4, 90*time.Second)
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, pods[0].Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost := node.Labels[gke.NodePoolLabel]
+		began := time.Now()
+		c.MustRun("chaos", "fail-host", "--nodepool", lost)
+		for _, p := range waitDistinctPools(t, c, "real-tpu-job", 2, 4, 3*time.Minute) {
+			if strings.HasPrefix(p.Spec.NodeName, "gke-"+lost+"-") {
+				t.Errorf("pod %s of attempt 2 is on %s, in the lost pool %s", p.Name, p.Spec.NodeName, lost)
+			}
+		}
+		t.Logf("host of %s lost to every worker Running on healthy real slices: %s (the node goes NotReady after the node monitor's grace period)", lost, time.Since(began).Round(100*time.Millisecond))
+		out := c.MustRun("up")
+		if !strings.Contains(out, "restarted kubelet-gke-"+lost+"-0") {
+			t.Errorf("up after the lost host does not restart its kubelet:\n%s", out)
+		}
+		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+			n, err := c.Client.CoreV1().Nodes().Get(ctx, "gke-"+lost+"-0", metav1.GetOptions{})
+			return err == nil && ready(*n), fmt.Sprintf("node gke-%s-0 Ready again: %v", lost, err)
+		})
+	})
+
+	t.Run("down leaves nothing behind", func(t *testing.T) {
+		l := realhost.NewLayout(c.Home)
+		bridge := "ms-" + l.ID
+		if exec.Command("ip", "link", "show", "dev", bridge).Run() != nil {
+			t.Errorf("bridge %s is not there while the cluster runs: is it named after the cluster any more?", bridge)
+		}
+		c.MustRun("down")
+		if left := processesUnder(c.Home); len(left) > 0 {
+			t.Errorf("processes left: %v", left)
+		}
+		if left := processesUnder(l.RunDir()); len(left) > 0 {
+			t.Errorf("processes (shims, containers) left: %v", left)
+		}
+		mounts, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, line := range strings.Split(string(mounts), "\n") {
+			if strings.Contains(line, c.Home) || strings.Contains(line, l.RunDir()) {
+				t.Errorf("mount left: %s", line)
+			}
+		}
+		for _, h := range []string{"pids", "memory", "cpu", "cpuset", "systemd"} {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", h, l.CgroupParent())); err == nil {
+				t.Errorf("cgroup left: /sys/fs/cgroup/%s%s", h, l.CgroupParent())
+			}
+		}
+		if exec.Command("ip", "link", "show", "dev", bridge).Run() == nil {
+			t.Errorf("bridge %s left", bridge)
+		}
+		for _, dir := range []string{l.RunDir(), l.HostsDir()} {
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("%s left", dir)
+			}
+		}
+		links, _ := os.ReadDir("/var/log/containers")
+		for _, e := range links {
+			if target, _ := os.Readlink(filepath.Join("/var/log/containers", e.Name())); strings.HasPrefix(target, c.Home) {
+				t.Errorf("log link left: %s -> %s", e.Name(), target)
+			}
+		}
+		if after := readSysctls(); !mapsEqual(before, after) {
+			t.Errorf("sysctls before up %v, after down %v", before, after)
+		}
+	})
+}
+
+// checkDNSAndConnect: a web server on one real host, behind a headless
+// Service, is found by name and answers a client on another.
+func checkDNSAndConnect(t *testing.T, ctx context.Context, c *framework.Cluster) {
+	objs := `apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  clusterIP: None
+  selector: {app: web}
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  hostname: web-0
+  subdomain: web
+  nodeName: gke-system-0
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: busybox
+    command: [sh, -c, 'mkdir /www && echo "hello from $(hostname)" > /www/index.html && exec httpd -f -p 8080 -h /www']
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  nodeName: gke-system-1
+  restartPolicy: OnFailure
+  containers:
+  - name: client
+    image: busybox
+    command: [sh, -c, 'wget -qO- http://web-0.web:8080/']
+`
+	path := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(path, []byte(objs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := requireKubectl(t)
+	if out, err := kubectl(c, "apply", "-f", path); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	defer func() { _, _ = kubectl(c, "delete", "-f", path, "--wait=true", "--timeout=60s") }()
+	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "client", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodSucceeded, fmt.Sprintf("client pod %s", p.Status.Phase)
+	})
+	out, err := kubectl(c, "logs", "client")
+	if err != nil || strings.TrimSpace(out) != "hello from web-0" {
+		t.Errorf("kubectl logs client: %v %q, want the web server's page", err, out)
+	}
+}
+
+// logIdleCost logs the CPU and memory of each real host (its kubelet and
+// containerd) while nothing runs on it.
+func logIdleCost(t *testing.T, c *framework.Cluster) {
+	const window = 10 * time.Second
+	type host struct {
+		name           string
+		pids           []int
+		ticks0, ticks1 int64
+	}
+	var hosts []*host
+	for _, n := range []string{"gke-system-0", "gke-system-1", "gke-real-group-np-0-0", "gke-real-group-np-0-1"} {
+		hosts = append(hosts, &host{name: n, pids: []int{c.Process("kubelet-" + n).PID, c.Process("containerd-" + n).PID}})
+	}
+	for _, h := range hosts {
+		h.ticks0 = cpuTicks(h.pids)
+	}
+	time.Sleep(window)
+	var cpu []float64
+	var rss []int64
+	for _, h := range hosts {
+		h.ticks1 = cpuTicks(h.pids)
+		cpu = append(cpu, float64(h.ticks1-h.ticks0)/100/window.Seconds()*100)
+		rss = append(rss, rssMiB(h.pids))
+	}
+	sort.Float64s(cpu)
+	slices.Sort(rss)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("idle real host (kubelet + containerd), N=%d over %s: CPU median %.1f%% of a core (%.1f-%.1f), RSS median %d MiB (%d-%d); load %s",
+		len(hosts), window, cpu[len(cpu)/2], cpu[0], cpu[len(cpu)-1], rss[len(rss)/2], rss[0], rss[len(rss)-1], strings.TrimSpace(string(load)))
+}
+
+// cpuTicks is the user and system time of the processes, in clock ticks.
+func cpuTicks(pids []int) int64 {
+	var total int64
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		k, _ := strconv.ParseInt(f[12], 10, 64)
+		total += u + k
+	}
+	return total
+}
+
+func rssMiB(pids []int) int64 {
+	var kb int64
+	for _, pid := range pids {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				kb += n
+			}
+		}
+	}
+	return kb / 1024
+}
+
+// readSysctls reads the settings real hosts change.
+func readSysctls() map[string]string {
+	out := map[string]string{}
+	for _, key := range realhost.Changed {
+		if v, err := os.ReadFile(filepath.Join("/proc/sys", key)); err == nil {
+			out[key] = strings.TrimSpace(string(v))
+		}
+	}
+	return out
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
