@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,5 +128,50 @@ func TestCustomGroupLabels(t *testing.T) {
 	pools, _ := c.Expand()
 	if pools[0].Labels["team/group"] != "g" || pools[0].Labels["team/group-size"] != "2" || pools[0].Nodes != 4 {
 		t.Fatalf("pool = %+v, want custom group labels and 4 hosts", pools[0])
+	}
+}
+
+func TestRealHostsAreBounded(t *testing.T) {
+	fleet := func(limits string, cpuHosts int) string {
+		return "apiVersion: multislice.dev/v1alpha1\nkind: Fleet\n" + limits +
+			"groups:\n- {name: g, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2, spares: 1, real: true}\n" +
+			"pools:\n- {name: cpu, machineType: e2-standard-8, numNodes: " + strconv.Itoa(cpuHosts) + ", real: true}\n"
+	}
+	cases := []struct {
+		name, yaml string
+		err        string
+	}{
+		{"eight real hosts", fleet("", 2), ""},
+		{"nine real hosts", fleet("", 3), "limits.realHosts: the fleet has 9 real hosts, more than the limit of 8"},
+		{"raised on purpose", fleet("limits: {realHosts: 9}\n", 3), ""},
+		{"negative limit", fleet("limits: {realHosts: -1}\n", 2), "must not be negative"},
+	}
+	for _, c := range cases {
+		cfg, err := Parse([]byte(c.yaml))
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
+		case c.err == "":
+			pools, _ := cfg.Expand()
+			if RealHostCount(pools) < 8 || !pools[0].Real {
+				t.Errorf("%s: %d real hosts, first pool real %v", c.name, RealHostCount(pools), pools[0].Real)
+			}
+		}
+	}
+}
+
+func TestRealNodesAreTheKubeletsNotKwoks(t *testing.T) {
+	r, err := Resolve(Pool{Name: "np-0", Accelerator: "tpu-v4-podslice", Topology: "2x2x2", Real: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := Nodes(r)[0]
+	if n.Annotations[KwokNodeAnnotation] != "" || n.Labels[SimulatedLabel] != "" || n.Labels["type"] != "" || n.Labels[RealHostLabel] != "true" {
+		t.Errorf("real node: annotations %v labels %v; want no kwok annotation or simulated labels, and %s=true", n.Annotations, n.Labels, RealHostLabel)
+	}
+	if q := n.Status.Capacity["google.com/tpu"]; q.Value() != 4 || len(n.Status.Capacity) != 1 {
+		t.Errorf("real node capacity %v: want only its 4 TPU chips (the kubelet reports CPU and memory)", n.Status.Capacity)
 	}
 }
