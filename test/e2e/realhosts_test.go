@@ -65,6 +65,18 @@ func TestRealHosts(t *testing.T) {
 			}
 		}
 	})
+	t.Run("status shows the real hosts", func(t *testing.T) {
+		out := c.MustRun("status")
+		n := 0
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) == 5 && f[1] == "Ready" && f[2] == "running" && f[3] == "running" {
+				n++
+			}
+		}
+		if n != 8 || !strings.Contains(out, "cluster DNS 10.") || !strings.Contains(out, "image registry 127.0.0.1:") {
+			t.Errorf("status shows %d real hosts Ready with kubelet and containerd running, want 8, and the DNS and registry:\n%s", n, out)
+		}
+	})
 	t.Run("idle cost", func(t *testing.T) { logIdleCost(t, c) })
 	t.Run("dns and connect", func(t *testing.T) { checkDNSAndConnect(t, ctx, c) })
 

@@ -5,14 +5,20 @@ package status
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/sim/cloud"
+	"github.com/multislice/multislice/internal/sim/fleet"
 	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
@@ -56,6 +62,18 @@ type Cluster struct {
 	Components []localcluster.ComponentStatus `json:"components"`
 	Pools      []Pool                         `json:"pools"`
 	Groups     []Group                        `json:"groups"`
+	// RealHosts and Machine are the fleet's real hosts; empty without.
+	RealHosts []RealHost                  `json:"realHosts,omitempty"`
+	Machine   *localcluster.RealHostsInfo `json:"realHostsMachine,omitempty"`
+}
+
+// RealHost is one real host: its node, its two processes, its pods.
+type RealHost struct {
+	Name       string `json:"name"`
+	Node       string `json:"node"` // Ready, NotReady or Missing
+	Kubelet    string `json:"kubelet"`
+	Containerd string `json:"containerd"`
+	Pods       int    `json:"pods"`
 }
 
 // Group is one multislice group as the CLI prints it.
@@ -125,8 +143,18 @@ func Run(ctx context.Context, f *cli.Factory, format string) error {
 		return fmt.Errorf("%s: no fleet to show: %w", why, err)
 	}
 	printable := Pools(pools, c.Settings.GroupLabels.Name)
+	machine, err := home.RealHosts()
+	if err != nil {
+		return err
+	}
+	var real []RealHost
+	if machine != nil {
+		if real, err = realHosts(ctx, client, comps); err != nil {
+			return err
+		}
+	}
 	if structured {
-		return cli.PrintObject(f.Out, format, Cluster{Components: comps, Pools: printable, Groups: Groups(groups)})
+		return cli.PrintObject(f.Out, format, Cluster{Components: comps, Pools: printable, Groups: Groups(groups), RealHosts: real, Machine: machine})
 	}
 	fmt.Fprintln(f.Out)
 	if err := PrintPools(f, printable, format); err != nil {
@@ -134,7 +162,56 @@ func Run(ctx context.Context, f *cli.Factory, format string) error {
 	}
 	fmt.Fprintln(f.Out)
 	PrintGroups(f, groups)
+	if machine != nil {
+		fmt.Fprintln(f.Out)
+		printRealHosts(f, real, machine)
+	}
 	return nil
+}
+
+// realHosts joins the real hosts' nodes, processes and pods.
+func realHosts(ctx context.Context, client kubernetes.Interface, comps []localcluster.ComponentStatus) ([]RealHost, error) {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.RealHostLabel + "=true"})
+	if err != nil {
+		return nil, err
+	}
+	state := map[string]string{}
+	for _, c := range comps {
+		state[c.Name] = "STOPPED"
+		if c.Running {
+			state[c.Name] = "running"
+		}
+	}
+	var out []RealHost
+	for _, n := range nodes.Items {
+		pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+		if err != nil {
+			return nil, err
+		}
+		h := RealHost{Name: n.Name, Node: "NotReady", Kubelet: state[localcluster.KubeletName(n.Name)], Containerd: state[localcluster.ContainerdName(n.Name)]}
+		if gke.NodeReady(&n) {
+			h.Node = "Ready"
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				h.Pods++
+			}
+		}
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func printRealHosts(f *cli.Factory, hosts []RealHost, m *localcluster.RealHostsInfo) {
+	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "REAL HOST\tNODE\tKUBELET\tCONTAINERD\tPODS")
+	for _, h := range hosts {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\n", h.Name, h.Node, h.Kubelet, h.Containerd, h.Pods)
+	}
+	w.Flush()
+	fmt.Fprintf(f.Out, "pod network %s on bridge %s; cluster DNS %s; image registry %s (docker.io, registry.k8s.io and ghcr.io pulled from it)\n",
+		m.Network, m.Bridge, m.DNS, m.Registry)
 }
 
 // printComponents is the components' table, with what is stopped.

@@ -19,11 +19,40 @@ import (
 const coreDNSUser = "multislice-coredns"
 
 // realHostsState is what `down` needs to undo on the machine beyond the
-// hosts' directories: the pod bridge, and where the saved sysctls are.
+// hosts' directories (the pod bridge), and what `status` shows.
 type realHostsState struct {
 	Network  realhost.Network `json:"network"`
 	Registry string           `json:"registry"`
 }
+
+// RealHostsInfo is the machine-wide part of a cluster's real hosts.
+type RealHostsInfo struct {
+	Bridge   string `json:"bridge"`
+	Network  string `json:"podNetwork"`
+	DNS      string `json:"dns"`
+	Registry string `json:"registry"`
+}
+
+// RealHosts describes the cluster's real hosts' shared parts; nil when it
+// has none.
+func (h Home) RealHosts() (*RealHostsInfo, error) {
+	data, err := os.ReadFile(h.realHostsFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st realHostsState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", h.realHostsFile(), err)
+	}
+	return &RealHostsInfo{Bridge: st.Network.Bridge, Network: st.Network.Subnet.String(),
+		DNS: st.Network.Gateway.String() + ":53", Registry: st.Registry}, nil
+}
+
+// ContainerdName is the component name of a real host's containerd.
+func ContainerdName(node string) string { return "containerd-" + node }
 
 func (h Home) realHostsFile() string { return h.path("realhosts.json") }
 func (h Home) sysctlsFile() string   { return h.path("sysctls.json") }
@@ -188,7 +217,7 @@ func (r *Running) startHost(c realhost.Cluster, t realhost.Tools, h realhost.Hos
 	if err := os.Symlink(t.Shim, filepath.Join(h.Run, filepath.Base(t.Shim))); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	if err := r.launchEnv("containerd-"+h.Name, t.Containerd, []string{"--config", h.ContainerdConfig()},
+	if err := r.launchEnv(ContainerdName(h.Name), t.Containerd, []string{"--config", h.ContainerdConfig()},
 		[]string{"PATH=" + h.Run + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}); err != nil {
 		return err
 	}
