@@ -276,11 +276,15 @@ type AgentsFlags struct {
 	// EgressPort serves the API server's egress proxy and the simulated
 	// kubelets' logs on 127.0.0.1 (0: not at all).
 	EgressPort int
+	// APIServerRelay, host:port on the real hosts' pod network, relays
+	// pods' connections to the API server ("": no real hosts).
+	APIServerRelay string
 }
 
 // Bind defines the flags on fl, each writing into f, at their defaults.
 func (f *AgentsFlags) Bind(fl *pflag.FlagSet) {
 	fl.IntVar(&f.EgressPort, "egress-port", 0, "serve the API server's egress proxy and the simulated kubelets' logs on this 127.0.0.1 port (0: not at all)")
+	fl.StringVar(&f.APIServerRelay, "apiserver-relay", "", "relay connections on this host:port of the real hosts' pod network to the API server (empty: not at all)")
 }
 
 // Args is the command line that gives sim-agents f.

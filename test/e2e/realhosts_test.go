@@ -40,7 +40,7 @@ func TestRealHosts(t *testing.T) {
 	}
 	kubectl := requireKubectl(t)
 	root, _ := filepath.Abs("../..")
-	before := readSysctls()
+	before, rulesBefore := readSysctls(), kubeRules()
 	began := time.Now()
 	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-real.yaml"))
 	t.Logf("multislice up with 8 real hosts and 10 simulated ones took %s", time.Since(began).Round(10*time.Millisecond))
@@ -190,6 +190,9 @@ func TestRealHosts(t *testing.T) {
 				t.Errorf("log link left: %s -> %s", e.Name(), target)
 			}
 		}
+		if after := kubeRules(); after != rulesBefore {
+			t.Errorf("iptables rules of Kubernetes before up:\n%s\nafter down:\n%s", rulesBefore, after)
+		}
 		if after := readSysctls(); !mapsEqual(before, after) {
 			t.Errorf("sysctls before up %v, after down %v", before, after)
 		}
@@ -197,7 +200,8 @@ func TestRealHosts(t *testing.T) {
 }
 
 // checkDNSAndConnect: a web server on one real host, behind a headless
-// Service, is found by name and answers a client on another.
+// Service, is found by name and answers a client on another; a pod reaches
+// the API server through the kubernetes Service.
 func checkDNSAndConnect(t *testing.T, ctx context.Context, c *framework.Cluster) {
 	objs := `apiVersion: v1
 kind: Service
@@ -230,6 +234,19 @@ spec:
   - name: client
     image: busybox
     command: [sh, -c, 'wget -qO- http://web-0.web:8080/']
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api-client}
+spec:
+  nodeName: gke-system-1
+  restartPolicy: OnFailure
+  containers:
+  - name: client
+    image: busybox
+    # The kubernetes Service's ClusterIP (kube-proxy) to the API server
+    # (the relay on the pod network): plain HTTP gets TLS's "400 Bad Request".
+    command: [sh, -c, 'printf "GET / HTTP/1.0\r\n\r\n" | nc -w 5 kubernetes.default.svc 443 | head -c 12 | grep -q "HTTP/1.0 400" && echo reached the API server']
 `
 	path := filepath.Join(t.TempDir(), "web.yaml")
 	if err := os.WriteFile(path, []byte(objs), 0o644); err != nil {
@@ -240,16 +257,17 @@ spec:
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
 	defer func() { _, _ = kubectl(c, "delete", "-f", path, "--wait=true", "--timeout=60s") }()
-	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
-		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "client", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
+	for pod, want := range map[string]string{"client": "hello from web-0", "api-client": "reached the API server"} {
+		framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+			p, err := c.Client.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return p.Status.Phase == corev1.PodSucceeded, fmt.Sprintf("pod %s %s", pod, p.Status.Phase)
+		})
+		if out, err := kubectl(c, "logs", pod); err != nil || strings.TrimSpace(out) != want {
+			t.Errorf("kubectl logs %s: %v %q, want %q", pod, err, out, want)
 		}
-		return p.Status.Phase == corev1.PodSucceeded, fmt.Sprintf("client pod %s", p.Status.Phase)
-	})
-	out, err := kubectl(c, "logs", "client")
-	if err != nil || strings.TrimSpace(out) != "hello from web-0" {
-		t.Errorf("kubectl logs client: %v %q, want the web server's page", err, out)
 	}
 }
 
@@ -313,6 +331,20 @@ func rssMiB(pids []int) int64 {
 		}
 	}
 	return kb / 1024
+}
+
+// kubeRules are the iptables and ip6tables lines naming KUBE- chains.
+func kubeRules() string {
+	var lines []string
+	for _, save := range []string{"iptables-save", "ip6tables-save"} {
+		out, _ := exec.Command(save).Output()
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "KUBE-") {
+				lines = append(lines, line)
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // readSysctls reads the settings real hosts change.

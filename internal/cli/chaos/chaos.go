@@ -6,6 +6,7 @@ package chaos
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -184,6 +185,17 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 					return fmt.Errorf("--egress-port: %w", err)
 				}
 				g.Go(func() error { return (&sim.Kubelet{Pods: informers, TLS: tlsCfg}).Serve(ctx, l) })
+			}
+			if addr := flags.APIServerRelay; addr != "" {
+				u, err := url.Parse(cfg.Host)
+				if err != nil {
+					return err
+				}
+				l, err := net.Listen("tcp", addr)
+				if err != nil {
+					return fmt.Errorf("--apiserver-relay: %w", err)
+				}
+				g.Go(func() error { return sim.Relay(ctx, l, u.Host) })
 			}
 			return g.Wait()
 		},

@@ -163,7 +163,7 @@ func (c *Config) Expand() ([]Resolved, error) {
 			p := Pool{
 				Name: fmt.Sprintf("%s-np-%d", g.Name, j), Accelerator: g.Accelerator, Topology: g.Topology,
 				MachineType: g.MachineType, Real: g.Real,
-				Labels:      map[string]string{keys.Name: g.Name, keys.Size: strconv.Itoa(g.Slices)},
+				Labels: map[string]string{keys.Name: g.Name, keys.Size: strconv.Itoa(g.Slices)},
 			}
 			r, err := Resolve(p)
 			if err != nil {

@@ -47,11 +47,18 @@ func (b Binaries) Etcd() string              { return filepath.Join(b.Dir, "etcd
 func (b Binaries) Kwok() string              { return filepath.Join(b.Dir, "kwok-"+versions.Kwok, "kwok") }
 
 // Real hosts' binaries: built by hack/build-controlplane.sh like the rest.
-func (b Binaries) Kubelet() string    { return filepath.Join(b.Dir, "kubelet-"+versions.Kubernetes, "kubelet") }
+func (b Binaries) Kubelet() string {
+	return filepath.Join(b.Dir, "kubelet-"+versions.Kubernetes, "kubelet")
+}
+func (b Binaries) KubeProxy() string {
+	return filepath.Join(b.Dir, "kubelet-"+versions.Kubernetes, "kube-proxy")
+}
 func (b Binaries) Containerd() string { return filepath.Join(b.containerdDir(), "containerd") }
 func (b Binaries) Shim() string       { return filepath.Join(b.containerdDir(), "containerd-shim-runc-v2") }
 func (b Binaries) CNIBin() string     { return filepath.Join(b.Dir, "cni-plugins-"+versions.CNIPlugins) }
-func (b Binaries) CoreDNS() string    { return filepath.Join(b.Dir, "coredns-"+versions.CoreDNS, "coredns") }
+func (b Binaries) CoreDNS() string {
+	return filepath.Join(b.Dir, "coredns-"+versions.CoreDNS, "coredns")
+}
 func (b Binaries) containerdDir() string {
 	return filepath.Join(b.Dir, "containerd-"+versions.Containerd)
 }
@@ -70,7 +77,7 @@ func (b Binaries) Check(realHosts bool) error {
 	var errs []error
 	paths := []string{b.Etcd(), b.APIServer(), b.Scheduler(), b.ControllerManager(), b.Kwok()}
 	if realHosts {
-		paths = append(paths, b.Kubelet(), b.Containerd(), b.Shim(), filepath.Join(b.CNIBin(), "bridge"), b.CoreDNS())
+		paths = append(paths, b.Kubelet(), b.KubeProxy(), b.Containerd(), b.Shim(), filepath.Join(b.CNIBin(), "bridge"), b.CoreDNS())
 		for _, p := range []string{Runc, realhost.Busybox} {
 			if _, err := os.Stat(p); err != nil {
 				errs = append(errs, fmt.Errorf("missing %s: install the Debian packages real hosts need with `make packages` (as root)", p))

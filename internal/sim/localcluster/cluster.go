@@ -46,6 +46,9 @@ type Running struct {
 	progress  io.Writer
 	// egressPort is where the API server expects its egress proxy.
 	egressPort int
+	// apiRelay is where pods on real hosts reach the API server, and
+	// kubeProxyHealth kube-proxy's health URL ("" without real hosts).
+	apiRelay, kubeProxyHealth string
 }
 
 // ErrAlreadyRunning means Home already holds a live cluster.

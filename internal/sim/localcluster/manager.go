@@ -63,7 +63,8 @@ func (r *Running) StartRepairer(exe string, delay time.Duration) error {
 // of every simulated pod that has one (kwok runs no container), and the
 // simulated kubelets' log endpoint behind the API server's egress proxy.
 func (r *Running) StartSimAgents(exe string) error {
-	return r.launch("sim-agents", exe, append([]string{"sim-agents"}, sim.AgentsFlags{EgressPort: r.egressPort}.Args()...), r.egressPort)
+	flags := sim.AgentsFlags{EgressPort: r.egressPort, APIServerRelay: r.apiRelay}
+	return r.launch("sim-agents", exe, append([]string{"sim-agents"}, flags.Args()...), r.egressPort)
 }
 
 // KubeletTLS is what the simulated kubelets serve with: the cluster's

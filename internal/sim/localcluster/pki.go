@@ -44,6 +44,7 @@ var identities = []identity{
 	{name: "kwok", commonName: kwokUser},
 	{name: "manager", commonName: ManagerUser},
 	{name: "coredns", commonName: coreDNSUser},
+	{name: "kube-proxy", commonName: "system:kube-proxy"}, // bound to system:node-proxier by RBAC's bootstrap
 }
 
 // writePKI creates a fresh CA, the apiserver serving certificate, one client

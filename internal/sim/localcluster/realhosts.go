@@ -5,10 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/sim/fleet"
@@ -131,7 +141,8 @@ func (r *Running) startRealHosts(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("real host %s: %w", h.Name, err)
 		}
 	}
-	return nil
+	// kube-proxy serves once its node is registered: WaitRealHosts waits.
+	return r.startKubeProxy(ctx, o.Binaries, c, hosts[0].Name)
 }
 
 // startRegistry runs `multislice registry` and pushes the local images.
@@ -177,6 +188,54 @@ func (r *Running) startDNS(ctx context.Context, b Binaries, c realhost.Cluster) 
 		return err
 	}
 	return r.WaitFor(ctx, "coredns", 30*time.Second, httpOK("http://127.0.0.1:"+strconv.Itoa(ready)+"/ready", nil))
+}
+
+// startKubeProxy points the kubernetes Service at the API server's relay on
+// the pod network (its endpoint reconciler is off: the API server listens on
+// loopback), and runs one kube-proxy for the machine.
+func (r *Running) startKubeProxy(ctx context.Context, b Binaries, c realhost.Cluster, hostname string) error {
+	u, err := url.Parse(r.Config.Host)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return err
+	}
+	r.apiRelay = net.JoinHostPort(c.Network.Gateway.String(), u.Port())
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: corev1.NamespaceDefault,
+			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes", discoveryv1.LabelManagedBy: "multislice-up"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{c.Network.Gateway.String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	if _, err := r.Client.DiscoveryV1().EndpointSlices(corev1.NamespaceDefault).Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("point the kubernetes Service at the API server: %w", err)
+	}
+	healthz, err := freePort()
+	if err != nil {
+		return err
+	}
+	metrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	config := r.Home.path("kube-proxy.yaml")
+	if err := os.WriteFile(config, []byte(c.KubeProxyYAML(r.Home.pki("kube-proxy.kubeconfig"), hostname, healthz, metrics)), 0o600); err != nil {
+		return err
+	}
+	r.kubeProxyHealth = "http://127.0.0.1:" + strconv.Itoa(healthz) + "/healthz"
+	return r.launch("kube-proxy", b.KubeProxy(), []string{"--config=" + config}, healthz, metrics)
+}
+
+// waitServices waits until kube-proxy has written the Services' rules, once
+// the nodes are Ready.
+func (r *Running) waitServices(ctx context.Context) error {
+	if r.kubeProxyHealth == "" {
+		return nil
+	}
+	return r.WaitFor(ctx, "kube-proxy", 60*time.Second, httpOK(r.kubeProxyHealth, nil))
 }
 
 // startHost writes one host's configuration and starts its containerd and
@@ -239,11 +298,37 @@ func (h Home) cleanRealHosts() error {
 			errs = append(errs, fmt.Errorf("%s: %w", h.realHostsFile(), err))
 		}
 	}
+	if st.Network.Bridge != "" {
+		errs = append(errs, cleanupKubeProxy(h))
+	}
 	errs = append(errs, st.Network.Delete(), realhost.RestoreSysctls(h.sysctlsFile()))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	return removeIfExists(h.realHostsFile())
+}
+
+// cleanupKubeProxy removes kube-proxy's iptables rules (`kube-proxy
+// --cleanup`, with the binary that made them).
+func cleanupKubeProxy(h Home) error {
+	st, err := h.ReadState()
+	if err != nil || st == nil {
+		return err
+	}
+	for _, p := range st.Processes {
+		if p.Name == "kube-proxy" {
+			out, err := exec.Command(p.Binary, "--cleanup").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("kube-proxy --cleanup: %v: %s", err, tail2(string(out)))
+			}
+		}
+	}
+	return nil
+}
+
+func tail2(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-2):], "\n")
 }
 
 func writeJSON(path string, v any) error {

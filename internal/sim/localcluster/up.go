@@ -139,6 +139,9 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 	if err != nil {
 		return fmt.Errorf("fleet not Ready: %w", err)
 	}
+	if err := r.waitServices(ctx); err != nil {
+		return err
+	}
 	// Pods cannot be created before the default ServiceAccount exists.
 	return r.WaitFor(ctx, "kube-controller-manager", o.Timeout, func(ctx context.Context) (bool, error) {
 		_, err := r.Client.CoreV1().ServiceAccounts(corev1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})

@@ -214,7 +214,9 @@ func (c Cluster) CNIConflist(h Host) string {
 // egress proxy), each host on its own port. Settings this machine needs:
 // cgroup v1 is accepted (failCgroupV1), cgroups through cgroupfs under the
 // host's own root, no swap check, eviction only when the machine is nearly
-// full (every host sees the whole machine's memory and disk).
+// full (every host sees the whole machine's memory and disk), no iptables
+// chains of its own (KUBE-FIREWALL and canaries are for other components,
+// and would outlive it).
 func (c Cluster) KubeletYAML(h Host, port, healthzPort int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -257,6 +259,7 @@ syncFrequency: 10s
 fileCheckFrequency: 0s
 httpCheckFrequency: 0s
 maxPods: 110
+makeIPTablesUtilChains: false
 `, c.Network.Gateway, port, healthzPort, c.CA, h.ContainerdSocket(), h.CgroupRoot(c.Layout), c.DNS, h.PodLogs())
 }
 
@@ -330,4 +333,31 @@ func (c Cluster) Corefile(kubeconfig string, healthPort, readyPort int) string {
     loop
 }
 `, c.Network.Gateway, healthPort, readyPort, kubeconfig)
+}
+
+// KubeProxyYAML is kube-proxy's configuration: Services' ClusterIPs as
+// iptables rules, for the pods of every real host and for this machine
+// (one kube-proxy serves them all: they share the machine's kernel). It
+// leaves the machine's conntrack settings alone and makes no NodePort on
+// loopback (which would set route_localnet).
+func (c Cluster) KubeProxyYAML(kubeconfig, hostname string, healthzPort, metricsPort int) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: %s
+hostnameOverride: %s
+bindAddress: %s
+healthzBindAddress: 127.0.0.1:%d
+metricsBindAddress: 127.0.0.1:%d
+mode: iptables
+clusterCIDR: %s
+nodePortAddresses: [%s/32]
+iptables:
+  localhostNodePorts: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, kubeconfig, hostname, c.Network.Gateway, healthzPort, metricsPort, c.Network.Subnet, c.Network.Gateway)
 }

@@ -135,7 +135,10 @@ func TestSysctlsSavedOnceAndRestored(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	get := func(key string) string { b, _ := os.ReadFile(filepath.Join(dir, key)); return strings.TrimSpace(string(b)) }
+	get := func(key string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, key))
+		return strings.TrimSpace(string(b))
+	}
 	set("vm/overcommit_memory", "0")
 	set("net/ipv4/ip_forward", "0")
 	set("net/bridge/bridge-nf-call-iptables", "1")
@@ -146,7 +149,7 @@ func TestSysctlsSavedOnceAndRestored(t *testing.T) {
 	if get("net/ipv4/ip_forward") != "1" {
 		t.Error("the pod network needs ip_forward=1")
 	}
-	set("vm/overcommit_memory", "1") // the kubelet's
+	set("vm/overcommit_memory", "1")          // the kubelet's
 	if err := SaveSysctls(file); err != nil { // a restart after a crash
 		t.Fatal(err)
 	}
