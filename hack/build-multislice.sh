@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$1
+# Static (no cgo): `multislice up --manager=in-cluster` puts this very binary
+# in the manager's image, which has no C library.
+export CGO_ENABLED=0
 echo "==> go build -o ${out#"$PWD"/} ./cmd/multislice"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -9,11 +9,8 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,10 +24,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-// nonRoot is the user the manager runs as (distroless's "nonroot").
-const nonRoot = 65532
+	msimage "github.com/multislice/multislice/internal/image"
+)
 
 func main() {
 	image := flag.String("image", "multislice:dev", "image reference the tarballs are tagged with")
@@ -61,7 +57,7 @@ func run(image, version, revision string, created time.Time, out string, platfor
 		if err := build(bin, osName, arch, version); err != nil {
 			return err
 		}
-		img, err := imageFor(bin, osName, arch, version, revision, created)
+		img, err := msimage.ForBinary(bin, osName, arch, msimage.Labels{Version: version, Revision: revision, Created: created})
 		if err != nil {
 			return err
 		}
@@ -106,67 +102,4 @@ func build(bin, osName, arch, version string) error {
 		return fmt.Errorf("build %s/%s: %w", osName, arch, err)
 	}
 	return nil
-}
-
-// imageFor is one layer (/multislice and an empty /tmp) with the manager
-// as entrypoint.
-func imageFor(bin, osName, arch, version, revision string, created time.Time) (v1.Image, error) {
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	entries := []struct {
-		hdr  tar.Header
-		body []byte
-	}{
-		{tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777}, nil},
-		{tar.Header{Name: "multislice", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))}, data},
-	}
-	for _, e := range entries {
-		e.hdr.ModTime, e.hdr.Uid, e.hdr.Gid, e.hdr.Format = created, 0, 0, tar.FormatPAX
-		if err := tw.WriteHeader(&e.hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(e.body); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layerBytes := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerBytes)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
-	if err != nil {
-		return nil, err
-	}
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture, cfg.Created = osName, arch, v1.Time{Time: created}
-	cfg.Config.Entrypoint = []string{"/multislice"}
-	cfg.Config.Cmd = []string{"manager"}
-	cfg.Config.User = fmt.Sprintf("%d:%d", nonRoot, nonRoot)
-	cfg.Config.WorkingDir = "/"
-	cfg.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":    "multislice",
-		"org.opencontainers.image.version":  version,
-		"org.opencontainers.image.revision": revision,
-		"org.opencontainers.image.source":   "https://github.com/multislice/multislice",
-	}
-	img, err = mutate.ConfigFile(img, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.CreatedAt(img, v1.Time{Time: created})
 }

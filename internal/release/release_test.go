@@ -32,3 +32,18 @@ func TestInstall(t *testing.T) {
 		t.Errorf("no image: %v, want a refusal saying how to set it", err)
 	}
 }
+
+// The binary's embedded tree renders the same install.yaml as the source's.
+func TestInstallEmbeddedIsTheSource(t *testing.T) {
+	fromSource, err := Install("../../config/default", "registry.example/multislice:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, err := InstallEmbedded("registry.example/multislice:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(fromSource) != string(embedded) {
+		t.Error("install.yaml from the embedded tree differs from config/default's: embed every file config/default includes (config/embed.go)")
+	}
+}

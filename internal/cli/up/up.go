@@ -27,6 +27,8 @@ type Options struct {
 	// NoManager leaves the Multislice manager out (a plain control plane,
 	// e.g. to measure what upstream behaviour alone does).
 	NoManager bool
+	// Manager is where the manager runs: host or in-cluster.
+	Manager string
 	// FeatureGates are passed to the manager, e.g. RestartJob=true.
 	FeatureGates string
 	// RepairDelay is how long the simulated cloud takes to recreate a broken slice.
@@ -64,6 +66,7 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	cmd.Flags().DurationVar(&opts.RepairDelay, "repair-delay", 10*time.Second, "time the simulated cloud takes to recreate a broken slice")
 	cmd.Flags().StringVar(&opts.FeatureGates, "feature-gates", "", "feature gates of the Multislice manager, e.g. RestartJob=true,ElasticJobSet=true (see `multislice manager --help`)")
 	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "do not install the JobSet CRD or start the Multislice manager")
+	cmd.Flags().StringVar(&opts.Manager, "manager", localcluster.ManagerOnHost, "where the manager runs: host (a process of this machine) or in-cluster (install.yaml applied: two replicas in pods on real hosts, from this binary's image pushed to the local registry; needs a fleet with a real CPU pool)")
 	return cmd
 }
 
@@ -92,6 +95,12 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.NoManager && opts.Manager != localcluster.ManagerOnHost {
+		return fmt.Errorf("--no-manager and --manager=%s: choose one", opts.Manager)
+	}
+	if err := localcluster.CheckManager(opts.Manager, pools); err != nil {
+		return err
+	}
 	home, err := f.Home()
 	if err != nil {
 		return err
@@ -104,7 +113,7 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	res, err := localcluster.Up(ctx, localcluster.UpOptions{
 		Home: home, Binaries: localcluster.FindBinaries(), APIServerPort: opts.APIServerPort,
 		Fleet: cfg, Pools: pools, Exe: exe,
-		NoManager: opts.NoManager, FeatureGates: opts.FeatureGates, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
+		NoManager: opts.NoManager, Manager: opts.Manager, FeatureGates: opts.FeatureGates, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
 		Progress: f.Out,
 	})
 	for _, name := range res.Healed {

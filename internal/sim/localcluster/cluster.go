@@ -49,6 +49,8 @@ type Running struct {
 	// apiRelay is where pods on real hosts reach the API server, and
 	// kubeProxyHealth kube-proxy's health URL ("" without real hosts).
 	apiRelay, kubeProxyHealth string
+	// registry is the local registry's host:port ("" without real hosts).
+	registry string
 }
 
 // ErrAlreadyRunning means Home already holds a live cluster.

@@ -125,6 +125,7 @@ func (r *Running) startRealHosts(ctx context.Context, o UpOptions) error {
 	if err := network.Create(); err != nil {
 		return err
 	}
+	r.registry = st.Registry
 	if err := r.startRegistry(ctx, o.Exe, regPort); err != nil {
 		return err
 	}

@@ -27,8 +27,10 @@ type UpOptions struct {
 	// Exe is the multislice binary: the manager, the simulated cloud's
 	// repairer and the simulated agents are it in other roles.
 	Exe string
-	// NoManager leaves the JobSet CRD and the manager out.
+	// NoManager leaves the JobSet CRD and the manager out; Manager says
+	// where it runs otherwise (ManagerOnHost, ManagerInCluster).
 	NoManager    bool
+	Manager      string
 	FeatureGates string        // the manager's
 	RepairDelay  time.Duration // the simulated cloud's
 	Timeout      time.Duration // for the fleet to be Ready
@@ -68,8 +70,10 @@ func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 			if err := install.CRD(ctx, r.Config); err != nil {
 				return err
 			}
-			if err := install.ManagerRBAC(ctx, r.Config, install.Namespace, ManagerUser); err != nil {
-				return err
+			if o.Manager != ManagerInCluster { // install.yaml brings the in-cluster manager's
+				if err := install.ManagerRBAC(ctx, r.Config, install.Namespace, ManagerUser); err != nil {
+					return err
+				}
 			}
 			return install.AgentRBAC(ctx, r.Config, corev1.NamespaceDefault)
 		},
@@ -104,7 +108,7 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 	if err := install.PriorityClasses(ctx, r.Client); err != nil {
 		return err
 	}
-	if !o.NoManager {
+	if !o.NoManager && o.Manager != ManagerInCluster {
 		if err := r.StartManager(ctx, o.Exe, o.FeatureGates, o.Fleet.Keys()); err != nil {
 			return err
 		}
@@ -141,6 +145,11 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 	}
 	if err := r.waitServices(ctx); err != nil {
 		return err
+	}
+	if !o.NoManager && o.Manager == ManagerInCluster {
+		if err := r.deployManager(ctx, o.Exe, o.Fleet.Keys(), o.FeatureGates, o.Timeout); err != nil {
+			return fmt.Errorf("the manager in the cluster: %w", err)
+		}
 	}
 	// Pods cannot be created before the default ServiceAccount exists.
 	return r.WaitFor(ctx, "kube-controller-manager", o.Timeout, func(ctx context.Context) (bool, error) {

@@ -1,26 +1,24 @@
-package main
+package image
 
 import (
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
 
+// A static binary any machine of the project has: make packages installs it.
+const staticBinary = "/usr/bin/busybox"
+
 // The same binary and commit time give the same digest; the image runs
 // the manager as the non-root user.
 func TestImageIsReproducible(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "multislice")
-	if err := os.WriteFile(bin, []byte("#!binary"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	created := time.Unix(1700000000, 0).UTC()
-	a, err := imageFor(bin, "linux", "arm64", "v1", "abc", created)
+	l := Labels{Version: "v1", Revision: "abc", Created: time.Unix(1700000000, 0).UTC()}
+	a, err := ForBinary(staticBinary, "linux", "arm64", l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(10 * time.Millisecond)
-	b, err := imageFor(bin, "linux", "arm64", "v1", "abc", created)
+	b, err := ForBinary(staticBinary, "linux", "arm64", l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,9 +31,15 @@ func TestImageIsReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("image config: user %s, entrypoint %v, cmd %v, labels %v", cfg.Config.User, cfg.Config.Entrypoint, cfg.Config.Cmd, cfg.Config.Labels)
 	if cfg.Config.User != "65532:65532" || cfg.Config.Entrypoint[0] != "/multislice" || cfg.Architecture != "arm64" ||
 		cfg.Config.Labels["org.opencontainers.image.revision"] != "abc" {
 		t.Errorf("config %+v", cfg.Config)
+	}
+}
+
+func TestDynamicBinaryRefused(t *testing.T) {
+	_, err := ForBinary("/bin/ls", "linux", "amd64", Labels{})
+	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("a dynamically linked binary: %v, want a refusal that says how to build it", err)
 	}
 }
