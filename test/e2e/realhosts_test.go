@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/sim/fleet"
 	"github.com/multislice/multislice/internal/sim/realhost"
 	"github.com/multislice/multislice/internal/versions"
@@ -28,11 +33,16 @@ import (
 var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobset.yaml"}
 
 // TestRealHosts runs examples/fleet-real.yaml: eight real hosts (kubelets
-// and containerds on this machine) beside the seed's simulated group. Real
-// containers start from the local registry's images, resolve each other
-// through the cluster DNS, are read by kubectl logs and multislice logs; a
-// TPU JobSet on the real slices restarts with new containers, and moves to
-// the spare real slice when a host is lost. `down` leaves nothing behind.
+// and containerds on this machine) beside the seed's simulated group, with
+// the manager in the cluster (--manager=in-cluster): two replicas in pods
+// on real hosts from the image `up` pushed, webhooks through their
+// Service, metrics over HTTPS with a token, leader election between pods.
+// Real containers start from the local registry's images, resolve each
+// other through the cluster DNS, are read by kubectl logs and multislice
+// logs; a TPU JobSet on the real slices restarts with new containers, and
+// moves to the spare real slice when a host is lost; the seed runs on its
+// simulated pools and restarts after each leader's pod is deleted. `down`
+// leaves nothing behind.
 func TestRealHosts(t *testing.T) {
 	framework.RequireE2E(t)
 	if os.Geteuid() != 0 {
@@ -42,8 +52,8 @@ func TestRealHosts(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	before, rulesBefore := readSysctls(), kubeRules()
 	began := time.Now()
-	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-real.yaml"))
-	t.Logf("multislice up with 8 real hosts and 10 simulated ones took %s", time.Since(began).Round(10*time.Millisecond))
+	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-real.yaml"), "--manager=in-cluster")
+	t.Logf("multislice up with 8 real hosts, 10 simulated ones and the manager in the cluster took %s", time.Since(began).Round(10*time.Millisecond))
 	ctx := context.Background()
 
 	t.Run("real nodes", func(t *testing.T) {
@@ -78,6 +88,7 @@ func TestRealHosts(t *testing.T) {
 		}
 	})
 	t.Run("idle cost", func(t *testing.T) { logIdleCost(t, c) })
+	t.Run("manager in the cluster", func(t *testing.T) { checkInClusterManager(t, ctx, c) })
 	t.Run("dns and connect", func(t *testing.T) { checkDNSAndConnect(t, ctx, c) })
 
 	var firstIDs []string
@@ -152,6 +163,8 @@ func TestRealHosts(t *testing.T) {
 		})
 	})
 
+	t.Run("seed on simulated pools across leader changes", func(t *testing.T) { checkLeaderChanges(t, ctx, c) })
+
 	t.Run("down leaves nothing behind", func(t *testing.T) {
 		l := realhost.NewLayout(c.Home)
 		bridge := "ms-" + l.ID
@@ -197,6 +210,127 @@ func TestRealHosts(t *testing.T) {
 			t.Errorf("sysctls before up %v, after down %v", before, after)
 		}
 	})
+}
+
+// managerPods are the in-cluster manager's pods, waiting until want are
+// Ready.
+func managerPods(t *testing.T, c *framework.Cluster, want int) []corev1.Pod {
+	t.Helper()
+	var ready []corev1.Pod
+	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+		pods, err := c.Client.CoreV1().Pods(install.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=manager"})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready = ready[:0]
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && hasCondition(p, corev1.PodReady) {
+				ready = append(ready, p)
+			}
+		}
+		return len(ready) == want, fmt.Sprintf("%d of %d manager pods Ready", len(ready), want)
+	})
+	return ready
+}
+
+// checkInClusterManager: both replicas Ready on real hosts from the image
+// up pushed; the TPU webhook reached through its Service (the JobSets of
+// this test are admitted through it); metrics over HTTPS with a token.
+func checkInClusterManager(t *testing.T, ctx context.Context, c *framework.Cluster) {
+	pods := managerPods(t, c, 2)
+	for _, p := range pods {
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if node.Labels[fleet.RealHostLabel] != "true" || p.Spec.Containers[0].Image != "ghcr.io/multislice/multislice:"+versions.Multislice {
+			t.Errorf("manager pod %s on %s (real %q) runs %s; want a real host and the pushed image", p.Name, p.Spec.NodeName, node.Labels[fleet.RealHostLabel], p.Spec.Containers[0].Image)
+		}
+	}
+	// A scraper's ServiceAccount bound to the shipped metrics-reader role.
+	kubectl := requireKubectl(t)
+	for _, args := range [][]string{
+		{"create", "serviceaccount", "scraper"},
+		{"create", "clusterrolebinding", "scraper", "--clusterrole=multislice-metrics-reader", "--serviceaccount=default:scraper"},
+	} {
+		if out, err := kubectl(c, args...); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	token, err := kubectl(c, "create", "token", "scraper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "https://" + net.JoinHostPort(pods[0].Status.PodIP, "8443") + "/metrics"
+	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the manager's self-signed serving cert
+	get := func(bearer string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := insecure.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	framework.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		code, body := get(strings.TrimSpace(token))
+		return code == http.StatusOK && strings.Contains(body, "controller_runtime_reconcile_total"), fmt.Sprintf("GET %s with a token: %d", url, code)
+	})
+	if code, _ := get(""); code != http.StatusUnauthorized && code != http.StatusForbidden {
+		t.Errorf("GET %s without a token: %d, want 401 or 403", url, code)
+	}
+}
+
+// checkLeaderChanges runs the seed on its simulated pools, then three times
+// deletes the leader's pod and times until the other holds the lease; a
+// pod failure after each change restarts the seed.
+func checkLeaderChanges(t *testing.T, ctx context.Context, c *framework.Cluster) {
+	js := seedCopy(t, "multislice-job", "")
+	js.Spec.FailurePolicy.MaxRestarts = 10
+	if err := c.Objects.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	runningOnDistinctPools(t, c, "multislice-job", 0)
+	leases := c.Client.CoordinationV1().Leases(install.Namespace)
+	holder := func() string {
+		l, err := leases.Get(ctx, "multislice-manager.multislice.dev", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		pod, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+		return pod
+	}
+	var took []time.Duration
+	for attempt := 1; attempt <= 3; attempt++ {
+		managerPods(t, c, 2)
+		leader := holder()
+		began := time.Now()
+		if err := c.Client.CoreV1().Pods(install.Namespace).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete the leader %q: %v", leader, err)
+		}
+		framework.Eventually(t, 60*time.Second, func(context.Context) (bool, string) {
+			h := holder()
+			return h != "" && h != leader, fmt.Sprintf("lease held by %q (deleted: %s)", h, leader)
+		})
+		took = append(took, time.Since(began))
+		pods := runningOnDistinctPools(t, c, "multislice-job", attempt-1)
+		if err := c.Client.CoreV1().Pods("default").Delete(ctx, pods[0].Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		runningOnDistinctPools(t, c, "multislice-job", attempt)
+	}
+	sorted := slices.Clone(took)
+	slices.Sort(sorted)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("leader pod deleted to the other replica holding the lease: median %s (%s-%s), N=%d; load %s",
+		sorted[1].Round(10*time.Millisecond), sorted[0].Round(10*time.Millisecond), sorted[2].Round(10*time.Millisecond), len(took), strings.TrimSpace(string(load)))
+	if err := c.Objects.Delete(ctx, js); err != nil {
+		t.Error(err)
+	}
 }
 
 // checkDNSAndConnect: a web server on one real host, behind a headless

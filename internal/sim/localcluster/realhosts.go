@@ -310,7 +310,7 @@ func (h Home) cleanRealHosts() error {
 }
 
 // cleanupKubeProxy removes kube-proxy's iptables rules (`kube-proxy
-// --cleanup`, with the binary that made them).
+// --cleanup`, with the binary that made them, then the chain it leaves).
 func cleanupKubeProxy(h Home) error {
 	st, err := h.ReadState()
 	if err != nil || st == nil {
@@ -318,18 +318,13 @@ func cleanupKubeProxy(h Home) error {
 	}
 	for _, p := range st.Processes {
 		if p.Name == "kube-proxy" {
-			out, err := exec.Command(p.Binary, "--cleanup").CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("kube-proxy --cleanup: %v: %s", err, tail2(string(out)))
+			if out, err := exec.Command(p.Binary, "--cleanup").CombinedOutput(); err != nil {
+				return fmt.Errorf("kube-proxy --cleanup: %v: %s", err, strings.TrimSpace(string(out)))
 			}
+			return realhost.RemoveFirewallChain()
 		}
 	}
 	return nil
-}
-
-func tail2(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-2):], "\n")
 }
 
 func writeJSON(path string, v any) error {
