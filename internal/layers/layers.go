@@ -16,7 +16,7 @@ var Layers = []struct {
 		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj"}},
 	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/workload"}},
-	{"install", []string{"internal/install", "internal/release"}},
+	{"install", []string{"internal/install", "internal/release", "internal/image"}},
 	{"manager", []string{"internal/manager", "internal/agent", "internal/dashboard"}},
 	{"simulator", []string{"internal/sim"}},
 	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/"}},
