@@ -36,24 +36,9 @@ func Manifest(ctx context.Context, cfg *rest.Config, data []byte, edit func(*uns
 	}
 	cached := memory.NewMemCacheClient(dc)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
-	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := docs.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var u unstructured.Unstructured
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	return eachObject(data, func(u *unstructured.Unstructured) error {
 		if edit != nil {
-			if err := edit(&u); err != nil {
+			if err := edit(u); err != nil {
 				return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
 			}
 		}
@@ -70,8 +55,34 @@ func Manifest(ctx context.Context, cfg *rest.Config, data []byte, edit func(*uns
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			ri = client.Resource(mapping.Resource).Namespace(u.GetNamespace())
 		}
-		if _, err := ri.Apply(ctx, u.GetName(), &u, metav1.ApplyOptions{FieldManager: "multislice", Force: true}); err != nil {
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "multislice", Force: true}); err != nil {
 			return fmt.Errorf("apply %s %s: %w", gvk.Kind, u.GetName(), err)
+		}
+		return nil
+	})
+}
+
+// eachObject calls do with each object of a multi-document YAML manifest,
+// in order, skipping empty documents.
+func eachObject(data []byte, do func(*unstructured.Unstructured) error) error {
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := do(&u); err != nil {
+			return err
 		}
 	}
 }

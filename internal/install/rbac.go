@@ -1,12 +1,8 @@
 package install
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -17,11 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/multislice/multislice/config/agent"
 	"github.com/multislice/multislice/config/rbac"
@@ -51,22 +45,7 @@ func ApplyRBAC(ctx context.Context, cfg *rest.Config, data []byte, ns string, us
 	if err != nil {
 		return err
 	}
-	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := docs.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var u unstructured.Unstructured
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	return eachObject(data, func(u *unstructured.Unstructured) error {
 		kind, ok := rbacKinds[u.GetKind()]
 		if !ok {
 			return fmt.Errorf("%s %s: not an RBAC object", u.GetKind(), u.GetName())
@@ -91,10 +70,11 @@ func ApplyRBAC(ctx context.Context, cfg *rest.Config, data []byte, ns string, us
 			u.SetNamespace(ns)
 			ri = r.Namespace(ns)
 		}
-		if _, err := ri.Apply(ctx, u.GetName(), &u, metav1.ApplyOptions{FieldManager: "multislice", Force: true}); err != nil {
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "multislice", Force: true}); err != nil {
 			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
-	}
+		return nil
+	})
 }
 
 // ManagerRBAC grants the manager's shipped permissions (config/rbac) in

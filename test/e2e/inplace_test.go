@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,7 +55,7 @@ func TestInPlaceRestart(t *testing.T) {
 	c.MustRun("chaos", "fail-pod", "--nodepool", poolOf(t, c, name+"-slice-2"))
 	restarted := inPlaceAttempt(t, c, name, 1)
 	t.Logf("one pod failed -> all 8 pods Running at attempt 1 in %.2fs", time.Since(began).Seconds())
-	if !samePods(started, restarted) {
+	if !maps.Equal(started, restarted) {
 		t.Errorf("pods or nodes changed in an in-place restart:\nbefore %v\nafter  %v", started, restarted)
 	}
 	if got := getJobSet(t, c, name); got.Status.Restarts != 0 {
@@ -165,18 +166,6 @@ func inPlaceAttempt(t *testing.T, c *framework.Cluster, name string, attempt int
 		return len(out) == 8, fmt.Sprintf("%d of 8 pods Ready at attempt %d", len(out), attempt)
 	})
 	return out
-}
-
-func samePods(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func getJobSet(t *testing.T, c *framework.Cluster, name string) *api.JobSet {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -206,7 +207,7 @@ func TestRealHosts(t *testing.T) {
 		if after := kubeRules(); after != rulesBefore {
 			t.Errorf("iptables rules of Kubernetes before up:\n%s\nafter down:\n%s", rulesBefore, after)
 		}
-		if after := readSysctls(); !mapsEqual(before, after) {
+		if after := readSysctls(); !maps.Equal(before, after) {
 			t.Errorf("sysctls before up %v, after down %v", before, after)
 		}
 	})
@@ -490,16 +491,4 @@ func readSysctls() map[string]string {
 		}
 	}
 	return out
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -22,13 +22,9 @@ import (
 // labels (placement and the dashboard find groups by them), and waits
 // until it serves.
 func (r *Running) StartManager(ctx context.Context, exe, featureGates string, groups fleet.GroupLabels) error {
-	var ports [3]int
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return err
-		}
-		ports[i] = p
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
 	}
 	webhook, metrics, probe := ports[0], ports[1], ports[2]
 	f := manager.DefaultFlags()

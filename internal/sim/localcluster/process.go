@@ -136,6 +136,19 @@ func freePort() (int, error) {
 	return 0, fmt.Errorf("no free port on 127.0.0.1 between %d and %d", low, high)
 }
 
+// freePorts is n distinct free ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	return ports, nil
+}
+
 // FreePort is freePort for tests and tools that start servers of their own
 // beside a local cluster.
 func FreePort() (int, error) { return freePort() }

@@ -169,14 +169,11 @@ func (r *Running) startDNS(ctx context.Context, b Binaries, c realhost.Cluster) 
 	if err := install.ApplyRBAC(ctx, r.Config, realhost.CoreDNSRBAC, "", coreDNSUser); err != nil {
 		return fmt.Errorf("grant the cluster DNS its permissions: %w", err)
 	}
-	health, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	ready, err := freePort()
-	if err != nil {
-		return err
-	}
+	health, ready := ports[0], ports[1]
 	dir := r.Home.path("coredns")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -214,14 +211,11 @@ func (r *Running) startKubeProxy(ctx context.Context, b Binaries, c realhost.Clu
 	if _, err := r.Client.DiscoveryV1().EndpointSlices(corev1.NamespaceDefault).Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("point the kubernetes Service at the API server: %w", err)
 	}
-	healthz, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	metrics, err := freePort()
-	if err != nil {
-		return err
-	}
+	healthz, metrics := ports[0], ports[1]
 	config := r.Home.path("kube-proxy.yaml")
 	if err := os.WriteFile(config, []byte(c.KubeProxyYAML(r.Home.pki("kube-proxy.kubeconfig"), hostname, healthz, metrics)), 0o600); err != nil {
 		return err
@@ -250,14 +244,11 @@ func (r *Running) startHost(c realhost.Cluster, t realhost.Tools, h realhost.Hos
 	if err := realhost.MakeCgroups(h.CgroupRoot(c.Layout)); err != nil {
 		return err
 	}
-	kubeletPort, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	healthz, err := freePort()
-	if err != nil {
-		return err
-	}
+	kubeletPort, healthz := ports[0], ports[1]
 	files := c.RegistryHosts(h)
 	files[h.ContainerdConfig()] = c.ContainerdTOML(h, t)
 	files[filepath.Join(h.CNIConfDir(), "10-multislice.conflist")] = c.CNIConflist(h)
