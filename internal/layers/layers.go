@@ -19,7 +19,7 @@ var Layers = []struct {
 	{"install", []string{"internal/install", "internal/release", "internal/image"}},
 	{"manager", []string{"internal/manager", "internal/agent", "internal/dashboard"}},
 	{"simulator", []string{"internal/sim"}},
-	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/"}},
+	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/", "examples/"}},
 }
 
 // Of is the index of the layer a package (path relative to the module)
