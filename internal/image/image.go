@@ -29,10 +29,28 @@ type Labels struct {
 	Created           time.Time
 }
 
-// ForBinary is one layer (/multislice and an empty /tmp) with the binary
-// at path as entrypoint, `manager` as its command. The binary must be
-// static: the image has no C library.
+// ForBinary is the manager's image: one layer (/multislice and an empty
+// /tmp) with the binary at path as entrypoint, `manager` as its command.
+// The binary must be static: the image has no C library.
 func ForBinary(path, osName, arch string, l Labels) (v1.Image, error) {
+	return ForProgram(path, Program{Name: "multislice", Cmd: []string{"manager"}, OS: osName, Arch: arch, Labels: l})
+}
+
+// Program is an image of one static binary.
+type Program struct {
+	// Name is the binary's file name in the image (/Name, the entrypoint);
+	// Cmd its default arguments.
+	Name string
+	Cmd  []string
+	// OS and Arch are the binary's platform.
+	OS, Arch string
+	Labels
+}
+
+// ForProgram is one layer, /<Name> and an empty /tmp, with the binary at
+// path as entrypoint, run as the non-root user. The binary must be static.
+func ForProgram(path string, p Program) (v1.Image, error) {
+	osName, arch, l := p.OS, p.Arch, p.Labels
 	if err := static(path); err != nil {
 		return nil, err
 	}
@@ -47,7 +65,7 @@ func ForBinary(path, osName, arch string, l Labels) (v1.Image, error) {
 		body []byte
 	}{
 		{tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777}, nil},
-		{tar.Header{Name: "multislice", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))}, data},
+		{tar.Header{Name: p.Name, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))}, data},
 	}
 	for _, e := range entries {
 		e.hdr.ModTime, e.hdr.Uid, e.hdr.Gid, e.hdr.Format = l.Created, 0, 0, tar.FormatPAX
@@ -79,12 +97,12 @@ func ForBinary(path, osName, arch string, l Labels) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture, cfg.Created = osName, arch, v1.Time{Time: l.Created}
-	cfg.Config.Entrypoint = []string{"/multislice"}
-	cfg.Config.Cmd = []string{"manager"}
+	cfg.Config.Entrypoint = []string{"/" + p.Name}
+	cfg.Config.Cmd = p.Cmd
 	cfg.Config.User = fmt.Sprintf("%d:%d", NonRoot, NonRoot)
 	cfg.Config.WorkingDir = "/"
 	cfg.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":    "multislice",
+		"org.opencontainers.image.title":    p.Name,
 		"org.opencontainers.image.version":  l.Version,
 		"org.opencontainers.image.revision": l.Revision,
 		"org.opencontainers.image.source":   "https://github.com/multislice/multislice",

@@ -12,6 +12,7 @@ import (
 	"github.com/multislice/multislice/internal/cli/chaos"
 	"github.com/multislice/multislice/internal/cli/dashboard"
 	"github.com/multislice/multislice/internal/cli/down"
+	"github.com/multislice/multislice/internal/cli/image"
 	"github.com/multislice/multislice/internal/cli/logs"
 	"github.com/multislice/multislice/internal/cli/manager"
 	"github.com/multislice/multislice/internal/cli/nodepool"
@@ -40,7 +41,7 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.Err)
 	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), up.NewCmdRegistry(f), agent.NewCmdAgent(f), logs.NewCmdLogs(f), dashboard.NewCmdDashboard(f))
+		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), up.NewCmdRegistry(f), image.NewCmdImage(f), agent.NewCmdAgent(f), logs.NewCmdLogs(f), dashboard.NewCmdDashboard(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }

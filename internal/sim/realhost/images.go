@@ -145,3 +145,30 @@ func Push(ctx context.Context, registry string, images map[string]v1.Image) erro
 	}
 	return nil
 }
+
+// LocalName is where the local registry keeps the image pods know as ref
+// ("busybox", "ghcr.io/you/trainer:v1"): its repository and tag, or
+// digest, under a mirrored registry.
+func LocalName(ref string) (string, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", fmt.Errorf("image %q: %w", ref, err)
+	}
+	registry := r.Context().RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	mirrored := false
+	for _, m := range Mirrored {
+		mirrored = mirrored || m == registry
+	}
+	if !mirrored {
+		return "", fmt.Errorf("image %q: the real hosts pull only %s names from the local registry; name it under one of them (e.g. ghcr.io/you/%s)",
+			ref, strings.Join(Mirrored, ", "), r.Context().RepositoryStr())
+	}
+	sep := ":"
+	if _, ok := r.(name.Digest); ok {
+		sep = "@"
+	}
+	return r.Context().RepositoryStr() + sep + r.Identifier(), nil
+}

@@ -206,3 +206,18 @@ func TestRegistryKeepsImagesAcrossRestarts(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalName(t *testing.T) {
+	for ref, want := range map[string]string{
+		"busybox":                        "library/busybox:latest",
+		"docker.io/library/busybox:1.36": "library/busybox:1.36",
+		"ghcr.io/multislice/trainer:dev": "multislice/trainer:dev",
+		"registry.k8s.io/pause:3.10":     "pause:3.10",
+		"quay.io/someone/thing:v1":       "",
+	} {
+		got, err := LocalName(ref)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("LocalName(%q) = %q, %v; want %q", ref, got, err, want)
+		}
+	}
+}
