@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ import (
 
 // realExamples are the examples that ask for the cluster of
 // examples/fleet-real.yaml; TestRealHosts applies them.
-var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobset.yaml"}
+var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobset.yaml", "examples/trainer-jobset.yaml"}
 
 // TestRealHosts runs examples/fleet-real.yaml: eight real hosts (kubelets
 // and containerds on this machine) beside the seed's simulated group, with
@@ -94,7 +95,7 @@ func TestRealHosts(t *testing.T) {
 
 	var firstIDs []string
 	t.Run("tpu jobset on real slices", func(t *testing.T) {
-		for _, file := range realExamples {
+		for _, file := range realExamples[:2] {
 			commands, _ := exampleCommands(t, filepath.Join(root, file))
 			runKubectlLines(t, c, root, commands)
 		}
@@ -165,6 +166,12 @@ func TestRealHosts(t *testing.T) {
 	})
 
 	t.Run("seed on simulated pools across leader changes", func(t *testing.T) { checkLeaderChanges(t, ctx, c) })
+	t.Run("trainer resumes from its checkpoint after a worker is killed", func(t *testing.T) {
+		if out, err := kubectl(c, "delete", "jobset", "real-tpu-job", "--wait=true"); err != nil {
+			t.Fatalf("delete real-tpu-job: %v\n%s", err, out)
+		}
+		checkTrainerResumes(t, c, root)
+	})
 
 	t.Run("down leaves nothing behind", func(t *testing.T) {
 		l := realhost.NewLayout(c.Home)
@@ -211,6 +218,111 @@ func TestRealHosts(t *testing.T) {
 			t.Errorf("sysctls before up %v, after down %v", before, after)
 		}
 	})
+}
+
+// trainerCheckpoints is the host directory examples/trainer-jobset.yaml
+// keeps its checkpoints in.
+const trainerCheckpoints = "/var/tmp/multislice-checkpoints/trainer"
+
+// checkTrainerResumes runs examples/trainer-jobset.yaml (the image loaded
+// as its comment says), SIGKILLs one worker's process once a checkpoint
+// exists, and checks that every worker of the next attempt resumed from
+// the newest checkpoint, its loss continuing from there.
+func checkTrainerResumes(t *testing.T, c *framework.Cluster, root string) {
+	bin := filepath.Join(t.TempDir(), "trainer")
+	build := exec.Command("go", "build", "-o", bin, "./examples/trainer")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/trainer: %v\n%s", err, out)
+	}
+	c.MustRun("image", "load", bin, "ghcr.io/multislice/trainer:dev")
+	if err := os.RemoveAll(trainerCheckpoints); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(trainerCheckpoints)
+	commands, _ := exampleCommands(t, filepath.Join(root, "examples/trainer-jobset.yaml"))
+	runKubectlLines(t, c, root, commands)
+	waitDistinctPools(t, c, "trainer", 0, 4, 90*time.Second)
+	var saved int
+	framework.Eventually(t, 60*time.Second, func(context.Context) (bool, string) {
+		names, _ := filepath.Glob(filepath.Join(trainerCheckpoints, "ckpt-*.json"))
+		if len(names) == 0 {
+			return false, "no checkpoint in " + trainerCheckpoints
+		}
+		saved, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(names[len(names)-1]), "ckpt-"), ".json"))
+		return saved > 0, fmt.Sprintf("newest checkpoint %s", names[len(names)-1])
+	})
+	before := c.MustRun("logs", "trainer", "--slice", "0", "--worker", "0")
+	first := lossAt(before, 1)
+	if !strings.Contains(before, "no checkpoint: starting at step 0") || first <= 0 {
+		t.Fatalf("attempt 0 did not start afresh:\n%s", before)
+	}
+	pid := trainerPID(t, c, 1, 1)
+	began := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitDistinctPools(t, c, "trainer", 1, 4, 90*time.Second)
+	var resumed []int
+	framework.Eventually(t, 60*time.Second, func(context.Context) (bool, string) {
+		out, _ := c.Run("logs", "trainer")
+		resumed = resumed[:0]
+		for _, line := range strings.Split(out, "\n") {
+			if _, rest, ok := strings.Cut(line, "attempt-1] resumed from checkpoint step "); ok {
+				n, _ := strconv.Atoi(strings.Fields(rest)[0])
+				resumed = append(resumed, n)
+			}
+		}
+		return len(resumed) == 4 && lossAt(out, resumed[0]+1) > 0, "multislice logs trainer:\n" + out
+	})
+	for _, n := range resumed {
+		if n != resumed[0] || n < saved {
+			t.Errorf("workers resumed from steps %v; want all from the same, at least %d (the newest checkpoint when the worker was killed)", resumed, saved)
+		}
+	}
+	out := c.MustRun("logs", "trainer", "--slice", "0", "--worker", "0")
+	if next := lossAt(out, resumed[0]+1); next >= first/2 {
+		t.Errorf("loss at step %d after resuming: %f, the first step's was %f: it started over", resumed[0]+1, next, first)
+	}
+	t.Logf("worker killed (newest checkpoint: step %d) to 4 workers resumed from step %d: %s", saved, resumed[0], time.Since(began).Round(100*time.Millisecond))
+	if out, err := requireKubectl(t)(c, "delete", "-f", filepath.Join(root, "examples/trainer-jobset.yaml"), "--wait=true"); err != nil {
+		t.Errorf("delete the trainer: %v\n%s", err, out)
+	}
+}
+
+// lossAt is the loss a trainer's log reports at step, 0 if none.
+func lossAt(log string, step int) float64 {
+	for _, line := range strings.Split(log, "\n") {
+		if _, rest, ok := strings.Cut(line, fmt.Sprintf("step=%d loss=", step)); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v
+		}
+	}
+	return 0
+}
+
+// trainerPID is the host pid of the trainer process of one worker of this
+// cluster (its environment names the slice and worker, its cgroup the
+// cluster).
+func trainerPID(t *testing.T, c *framework.Cluster, slice, worker int) int {
+	cgroupParent := realhost.NewLayout(c.Home).CgroupParent()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		cgroup, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		env := strings.Split(string(environ), "\x00")
+		if strings.TrimSpace(string(comm)) == "trainer" && strings.Contains(string(cgroup), cgroupParent+"/") &&
+			slices.Contains(env, fmt.Sprintf("MEGASCALE_SLICE_ID=%d", slice)) && slices.Contains(env, fmt.Sprintf("TPU_WORKER_ID=%d", worker)) {
+			return pid
+		}
+	}
+	t.Fatalf("no trainer process of slice %d worker %d", slice, worker)
+	return 0
 }
 
 // managerPods are the in-cluster manager's pods, waiting until want are
@@ -279,7 +391,7 @@ func checkInClusterManager(t *testing.T, ctx context.Context, c *framework.Clust
 	}
 	framework.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
 		code, body := get(strings.TrimSpace(token))
-		return code == http.StatusOK && strings.Contains(body, "controller_runtime_reconcile_total"), fmt.Sprintf("GET %s with a token: %d", url, code)
+		return code == http.StatusOK && strings.Contains(body, "go_goroutines"), fmt.Sprintf("GET %s with a token: %d", url, code)
 	})
 	if code, _ := get(""); code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Errorf("GET %s without a token: %d, want 401 or 403", url, code)

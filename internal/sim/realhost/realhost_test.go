@@ -142,12 +142,13 @@ func TestSysctlsSavedOnceAndRestored(t *testing.T) {
 	set("vm/overcommit_memory", "0")
 	set("net/ipv4/ip_forward", "0")
 	set("net/bridge/bridge-nf-call-iptables", "1")
+	set("fs/inotify/max_user_instances", "128")
 	file := filepath.Join(t.TempDir(), "sysctls.json")
 	if err := SaveSysctls(file); err != nil {
 		t.Fatal(err)
 	}
-	if get("net/ipv4/ip_forward") != "1" {
-		t.Error("the pod network needs ip_forward=1")
+	if get("net/ipv4/ip_forward") != "1" || get("fs/inotify/max_user_instances") != "1024" {
+		t.Error("real hosts need ip_forward=1 and 1024 inotify instances")
 	}
 	set("vm/overcommit_memory", "1")          // the kubelet's
 	if err := SaveSysctls(file); err != nil { // a restart after a crash
@@ -156,14 +157,21 @@ func TestSysctlsSavedOnceAndRestored(t *testing.T) {
 	if err := RestoreSysctls(file); err != nil {
 		t.Fatal(err)
 	}
-	if get("vm/overcommit_memory") != "0" || get("net/ipv4/ip_forward") != "0" {
-		t.Errorf("restored overcommit_memory=%s ip_forward=%s, want both 0 as before", get("vm/overcommit_memory"), get("net/ipv4/ip_forward"))
+	if get("vm/overcommit_memory") != "0" || get("net/ipv4/ip_forward") != "0" || get("fs/inotify/max_user_instances") != "128" {
+		t.Errorf("restored overcommit_memory=%s ip_forward=%s inotify=%s, want 0, 0 and 128 as before", get("vm/overcommit_memory"), get("net/ipv4/ip_forward"), get("fs/inotify/max_user_instances"))
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Error("the saved values are kept after restoring them")
 	}
 	if err := RestoreSysctls(file); err != nil {
 		t.Errorf("restoring again: %v", err)
+	}
+	set("fs/inotify/max_user_instances", "8192")
+	if err := SaveSysctls(file); err != nil {
+		t.Fatal(err)
+	}
+	if get("fs/inotify/max_user_instances") != "8192" {
+		t.Error("a higher inotify limit already set is lowered")
 	}
 }
 

@@ -7,22 +7,27 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
 // Changed are the kernel settings real hosts change on this machine: the
 // kubelet sets the first six at start (its setupKernelTunables: a kubelet
 // told to protect them instead refuses to start unless they already have
-// its values), the pod network needs the last two.
+// its values), `up` sets the last three (realHostsNeed).
 var Changed = []string{
 	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
 	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
-	"net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables",
+	"net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables", "fs/inotify/max_user_instances",
 }
 
-// podNetwork are the settings the pod network needs: routing between the
-// bridge and the machine, and Services' rules applied to bridged packets.
-var podNetwork = map[string]string{"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"}
+// realHostsNeed are the settings `up` makes for real hosts: routing between
+// the pod bridge and the machine, Services' rules applied to bridged
+// packets, and inotify instances for every kubelet's watches (each takes
+// six; Linux's default of 128 runs out at about sixteen hosts on the
+// machine, as two clusters of eight showed: "inotify_init: too many open
+// files"). A higher value already set is kept.
+var realHostsNeed = map[string]string{"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1", "fs/inotify/max_user_instances": "1024"}
 
 // procSys is where settings live; a variable for tests.
 var procSys = "/proc/sys"
@@ -48,12 +53,22 @@ func SaveSysctls(file string) error {
 			return err
 		}
 	}
-	for key, v := range podNetwork {
+	for key, v := range realHostsNeed {
+		if cur, err := os.ReadFile(filepath.Join(procSys, key)); err == nil && atLeast(strings.TrimSpace(string(cur)), v) {
+			continue
+		}
 		if err := os.WriteFile(filepath.Join(procSys, key), []byte(v), 0o644); err != nil {
 			return fmt.Errorf("set %s: %w", strings.ReplaceAll(key, "/", "."), err)
 		}
 	}
 	return nil
+}
+
+// atLeast reports whether the numeric setting cur is v or more.
+func atLeast(cur, v string) bool {
+	a, errA := strconv.Atoi(cur)
+	b, errB := strconv.Atoi(v)
+	return errA == nil && errB == nil && a >= b
 }
 
 // RestoreSysctls writes back the values SaveSysctls recorded and removes
