@@ -16,7 +16,7 @@ REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 CREATED  := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE    ?= ghcr.io/multislice/multislice:$(VERSION)
 
-.PHONY: all build binaries packages demo test test-unit test-e2e fmt vet clean generate verify-generated image release
+.PHONY: all build binaries packages demo demo-real test test-unit test-e2e fmt vet clean generate verify-generated image release
 
 all: build
 
@@ -55,6 +55,11 @@ release:
 ## demo: start the local cluster and run a TPU Indexed Job on the simulated fleet
 demo: binaries build
 	@./hack/demo.sh
+
+## demo-real: real hosts (examples/fleet-real.yaml), the trainer on two real slices, a worker
+## killed and every worker resumed from the newest checkpoint (as root)
+demo-real: binaries build packages
+	@./hack/demo-real.sh
 
 ## packages: the Debian packages tests and real hosts need (Chromium, runc, busybox-static,
 ## iproute2, iptables), each with a checked minimum version; as root, through apt

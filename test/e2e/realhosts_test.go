@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -257,10 +256,9 @@ func checkTrainerResumes(t *testing.T, c *framework.Cluster, root string) {
 	if !strings.Contains(before, "no checkpoint: starting at step 0") || first <= 0 {
 		t.Fatalf("attempt 0 did not start afresh:\n%s", before)
 	}
-	pid := trainerPID(t, c, 1, 1)
 	began := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	if out := c.MustRun("chaos", "kill-worker", "trainer", "--slice", "1", "--worker", "1"); !strings.Contains(out, "killed [slice-1/worker-1 attempt-0]") {
+		t.Errorf("chaos kill-worker says:\n%s", out)
 	}
 	waitDistinctPools(t, c, "trainer", 1, 4, 90*time.Second)
 	var resumed []int
@@ -298,30 +296,6 @@ func lossAt(log string, step int) float64 {
 			return v
 		}
 	}
-	return 0
-}
-
-// trainerPID is the host pid of the trainer process of one worker of this
-// cluster (its environment names the slice and worker, its cgroup the
-// cluster).
-func trainerPID(t *testing.T, c *framework.Cluster, slice, worker int) int {
-	cgroupParent := realhost.NewLayout(c.Home).CgroupParent()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		cgroup, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		env := strings.Split(string(environ), "\x00")
-		if strings.TrimSpace(string(comm)) == "trainer" && strings.Contains(string(cgroup), cgroupParent+"/") &&
-			slices.Contains(env, fmt.Sprintf("MEGASCALE_SLICE_ID=%d", slice)) && slices.Contains(env, fmt.Sprintf("TPU_WORKER_ID=%d", worker)) {
-			return pid
-		}
-	}
-	t.Fatalf("no trainer process of slice %d worker %d", slice, worker)
 	return 0
 }
 

@@ -34,6 +34,7 @@ func NewCmdChaos(f *cli.Factory) *cobra.Command {
   fail-host    host 0 of the slice goes NotReady (its kubelet stops)
   delete-host  host 0 of the slice is deleted (hardware failure, VM gone)
   fail-pod     one Running pod on the slice exits with code 137 (killed)
+  kill-worker  (real hosts) a worker's processes are SIGKILLed in its container
 The simulated cloud then repairs the slice as GKE does: after the repair delay
 (multislice up --repair-delay) the whole slice is torn down and created anew,
 when capacity allows (see chaos capacity).`,
@@ -41,7 +42,7 @@ when capacity allows (see chaos capacity).`,
 	for _, kind := range []string{cloud.FaultMaintenance, cloud.FaultPreempt, cloud.FaultHost, cloud.FaultDeleteHost, cloud.FaultPod} {
 		cmd.AddCommand(newCmdFault(f, kind))
 	}
-	cmd.AddCommand(newCmdCapacity(f))
+	cmd.AddCommand(newCmdCapacity(f), newCmdKillWorker(f))
 	return cmd
 }
 

@@ -66,9 +66,10 @@ func ContainerdName(node string) string { return "containerd-" + node }
 
 func (h Home) realHostsFile() string { return h.path("realhosts.json") }
 func (h Home) sysctlsFile() string   { return h.path("sysctls.json") }
-func (h Home) layout() realhost.Layout {
-	return realhost.NewLayout(string(h))
-}
+
+// RealHostsLayout names where the cluster's real hosts keep their state
+// and cgroups on this machine.
+func (h Home) RealHostsLayout() realhost.Layout { return realhost.NewLayout(string(h)) }
 
 // RealHostNames are the node names of the fleet's real hosts, in order.
 func RealHostNames(pools []fleet.Resolved) []string {
@@ -89,7 +90,7 @@ func RealHostNames(pools []fleet.Resolved) []string {
 // kubelets register their nodes; provision waits for them to be Ready.
 func (r *Running) startRealHosts(ctx context.Context, o UpOptions) error {
 	var hosts []realhost.Host
-	l := r.Home.layout()
+	l := r.Home.RealHostsLayout()
 	for _, p := range o.Pools {
 		if !p.Real {
 			continue
@@ -283,7 +284,7 @@ func KubeletName(node string) string { return "kubelet-" + node }
 // cgroups, directories (realhost.Sweep), the pod bridge and the sysctls.
 func (h Home) cleanRealHosts() error {
 	var errs []error
-	errs = append(errs, realhost.Sweep(h.layout()))
+	errs = append(errs, realhost.Sweep(h.RealHostsLayout()))
 	var st realHostsState
 	if data, err := os.ReadFile(h.realHostsFile()); err == nil {
 		if err := json.Unmarshal(data, &st); err != nil {

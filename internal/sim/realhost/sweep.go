@@ -279,3 +279,34 @@ func MakeCgroups(path string) error {
 	}
 	return nil
 }
+
+// KillContainer sends SIGKILL to every process of a container on one of
+// the cluster's real hosts (its cgroup is named after the container's ID,
+// below the hosts' cgroups), as a process crashing inside it would end,
+// and returns their pids. The container's kubelet sees it exit.
+func KillContainer(l Layout, containerID string) ([]int, error) {
+	if containerID == "" {
+		return nil, errors.New("the container has not started")
+	}
+	root := filepath.Join(cgroupFS, "pids", l.CgroupParent())
+	var pids []int
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || filepath.Base(path) != containerID {
+			return nil
+		}
+		data, _ := os.ReadFile(filepath.Join(path, "cgroup.procs"))
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return filepath.SkipDir
+	})
+	if len(pids) == 0 {
+		return nil, fmt.Errorf("no process of container %.12s on this cluster's real hosts", containerID)
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return pids, nil
+}
