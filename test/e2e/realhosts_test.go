@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,6 +179,11 @@ func TestRealHosts(t *testing.T) {
 		if exec.Command("ip", "link", "show", "dev", bridge).Run() != nil {
 			t.Errorf("bridge %s is not there while the cluster runs: is it named after the cluster any more?", bridge)
 		}
+		// A host process killed by hand: down cleans up after it too (its
+		// shims and containers keep running without it).
+		if err := syscall.Kill(c.Process("containerd-gke-system-0").PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
 		c.MustRun("down")
 		if left := processesUnder(c.Home); len(left) > 0 {
 			t.Errorf("processes left: %v", left)
@@ -283,8 +289,37 @@ func checkTrainerResumes(t *testing.T, c *framework.Cluster, root string) {
 		t.Errorf("loss at step %d after resuming: %f, the first step's was %f: it started over", resumed[0]+1, next, first)
 	}
 	t.Logf("worker killed (newest checkpoint: step %d) to 4 workers resumed from step %d: %s", saved, resumed[0], time.Since(began).Round(100*time.Millisecond))
+	checkTrainerRefusesNoEnvironment(t, c)
 	if out, err := requireKubectl(t)(c, "delete", "-f", filepath.Join(root, "examples/trainer-jobset.yaml"), "--wait=true"); err != nil {
 		t.Errorf("delete the trainer: %v\n%s", err, out)
+	}
+}
+
+// checkTrainerRefusesNoEnvironment: the trainer in a pod outside a JobSet
+// (no TPU environment) exits 2 and names the missing variable.
+func checkTrainerRefusesNoEnvironment(t *testing.T, c *framework.Cluster) {
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "lonely-trainer", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "gke-system-0", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "trainer", Image: "ghcr.io/multislice/trainer:dev", Args: []string{"--checkpoint-dir=/tmp"}}}},
+	}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{})
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Terminated == nil {
+			return false, fmt.Sprintf("pod %s not terminated yet (%v)", pod.Name, err)
+		}
+		return true, ""
+	})
+	p, _ := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+	code := p.Status.ContainerStatuses[0].State.Terminated.ExitCode
+	out, _ := requireKubectl(t)(c, "logs", pod.Name)
+	if code != 2 || !strings.Contains(out, "TPU_WORKER_ID is not set") {
+		t.Errorf("the trainer outside a JobSet: exit %d, log %q; want exit 2 naming TPU_WORKER_ID", code, out)
 	}
 }
 

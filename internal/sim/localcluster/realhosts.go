@@ -97,7 +97,7 @@ func (r *Running) startRealHosts(ctx context.Context, o UpOptions) error {
 		}
 		for _, n := range fleet.Nodes(p) {
 			h := l.Host(n.Name, len(hosts))
-			h.Labels, h.Taints, h.Extended = n.Labels, n.Spec.Taints, n.Status.Capacity
+			h.Labels, h.Taints = n.Labels, n.Spec.Taints
 			hosts = append(hosts, h)
 		}
 	}

@@ -32,12 +32,11 @@ type Host struct {
 	// root; Run its sockets and containerd's state (a short path: a unix
 	// socket's path is limited to 107 bytes).
 	Dir, Run string
-	// Labels, Taints and Extended are what the fleet says the node has;
-	// the kubelet registers the labels and taints, the extended
-	// resources (google.com/tpu) are advertised through the node's status.
-	Labels   map[string]string
-	Taints   []corev1.Taint
-	Extended corev1.ResourceList
+	// Labels and Taints are what the fleet says the node has; the kubelet
+	// registers them. Its TPU chips (google.com/tpu, from the
+	// accelerator-count label) are advertised by sim-agents.
+	Labels map[string]string
+	Taints []corev1.Taint
 }
 
 // Layout names the directories of one cluster's real hosts.
