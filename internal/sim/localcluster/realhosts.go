@@ -46,6 +46,21 @@ type RealHostsInfo struct {
 // RealHosts describes the cluster's real hosts' shared parts; nil when it
 // has none.
 func (h Home) RealHosts() (*RealHostsInfo, error) {
+	st, err := h.readRealHosts()
+	if st == nil || err != nil {
+		return nil, err
+	}
+	return &RealHostsInfo{Bridge: st.Network.Bridge, Network: st.Network.Subnet.String(),
+		DNS: st.Network.Gateway.String() + ":53", Registry: st.Registry}, nil
+}
+
+// ContainerdName is the component name of a real host's containerd.
+func ContainerdName(node string) string { return "containerd-" + node }
+
+func (h Home) realHostsFile() string { return h.path("realhosts.json") }
+
+// readRealHosts is the recorded real hosts' state; nil when there is none.
+func (h Home) readRealHosts() (*realHostsState, error) {
 	data, err := os.ReadFile(h.realHostsFile())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -57,15 +72,9 @@ func (h Home) RealHosts() (*RealHostsInfo, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("%s: %w", h.realHostsFile(), err)
 	}
-	return &RealHostsInfo{Bridge: st.Network.Bridge, Network: st.Network.Subnet.String(),
-		DNS: st.Network.Gateway.String() + ":53", Registry: st.Registry}, nil
+	return &st, nil
 }
-
-// ContainerdName is the component name of a real host's containerd.
-func ContainerdName(node string) string { return "containerd-" + node }
-
-func (h Home) realHostsFile() string { return h.path("realhosts.json") }
-func (h Home) sysctlsFile() string   { return h.path("sysctls.json") }
+func (h Home) sysctlsFile() string { return h.path("sysctls.json") }
 
 // RealHostsLayout names where the cluster's real hosts keep their state
 // and cgroups on this machine.
@@ -285,16 +294,12 @@ func KubeletName(node string) string { return "kubelet-" + node }
 func (h Home) cleanRealHosts() error {
 	var errs []error
 	errs = append(errs, realhost.Sweep(h.RealHostsLayout()))
-	var st realHostsState
-	if data, err := os.ReadFile(h.realHostsFile()); err == nil {
-		if err := json.Unmarshal(data, &st); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", h.realHostsFile(), err))
-		}
+	st, err := h.readRealHosts()
+	errs = append(errs, err)
+	if st != nil {
+		errs = append(errs, cleanupKubeProxy(h), st.Network.Delete())
 	}
-	if st.Network.Bridge != "" {
-		errs = append(errs, cleanupKubeProxy(h))
-	}
-	errs = append(errs, st.Network.Delete(), realhost.RestoreSysctls(h.sysctlsFile()))
+	errs = append(errs, realhost.RestoreSysctls(h.sysctlsFile()))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
