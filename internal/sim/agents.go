@@ -31,9 +31,9 @@ import (
 // a sidecar (an init container named agent.ContainerName), the agent
 // process that would run in it: the same protocol (agent.State), the same
 // pod annotation. What the process does to its own pod, the pod's kubelet
-// would write as the pod's status, and Agents writes that status itself:
-// the exit with the restart code is RestartedAll, the startup probe
-// passing is BarrierLifted. A container restart (the pod's restart count)
+// would write as the pod's status, and Agents writes that status itself,
+// write for write: the exit with the restart code is AgentRestartSteps, the
+// startup probe passing ReleaseSteps. A container restart (the pod's restart count)
 // starts a new agent, with empty memory, as in a real pod.
 type Agents struct {
 	Config *rest.Config
@@ -198,9 +198,9 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 			target.Namespace, target.Name = pod.Namespace, pod.Name
 			err = a.c.Patch(ctx, target, client.RawPatch(types.MergePatchType, agent.AttemptPatch(attempt)))
 		case agent.Restart:
-			err = a.writeStatus(ctx, &pod, RestartedAll(&pod.Status, agent.DefaultExitCode, metav1.Now()))
+			err = a.writeStatus(ctx, &pod, AgentRestartSteps(&pod.Status, agent.DefaultExitCode, metav1.Now()))
 		case agent.Release:
-			err = a.writeStatus(ctx, &pod, BarrierLifted(&pod.Status, metav1.Now()))
+			err = a.writeStatus(ctx, &pod, ReleaseSteps(&pod.Status, metav1.Now()))
 		}
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -232,12 +232,19 @@ func (a *Agents) advertiseTPUChips(ctx context.Context, n *corev1.Node) {
 	}
 }
 
-// writeStatus writes the pod's status as its kubelet would, if nobody
-// changed the pod since it was read (else the sync runs again).
-func (a *Agents) writeStatus(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus) error {
-	updated := pod.DeepCopy()
-	updated.Status = *st
-	return a.c.Status().Patch(ctx, updated, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{}))
+// writeStatus writes the kubelet's successive statuses of pod, one write
+// each, every one against the pod as the previous write left it.
+func (a *Agents) writeStatus(ctx context.Context, pod *corev1.Pod, steps []*corev1.PodStatus) error {
+	current := pod.DeepCopy()
+	for _, st := range steps {
+		updated := current.DeepCopy()
+		updated.Status = *st
+		if err := a.c.Status().Patch(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		current = updated
+	}
+	return nil
 }
 
 func hasAgent(p *corev1.Pod) bool {

@@ -8,27 +8,53 @@ import (
 
 // What the kubelet of a simulated node writes for a pod with the in-place
 // restart agent, when the agent acts: the simulated agents write it
-// themselves, one status write per step as a real kubelet, instead of
-// signalling a kwok Stage (which costs a pod write more per step and pod).
-// The shapes match the Stages in stages.yaml.
+// themselves, one status write per kubelet write, in the order a real
+// 1.37 kubelet writes them (recorded on the real hosts of `multislice up`;
+// docs/auto-repair.md), instead of signalling a kwok Stage. The shapes
+// match the Stages in stages.yaml. One difference stays: a real kubelet
+// reports a pod at the barrier as Pending (not initialized), the
+// simulation as Running, since kwok's Stages start every Pending pod.
+
+// RestartingAllContainers is the last state a real kubelet gives every
+// container it removes for a RestartAllContainers rule, whichever exited.
+var RestartingAllContainers = corev1.ContainerStateTerminated{
+	ExitCode: 137, Reason: "RestartingAllContainers",
+	Message: "The container is removed because RestartAllContainers in place",
+}
+
+// AgentRestartSteps are the kubelet's two writes when the agent exits with
+// code under its RestartAllContainers rule: the agent terminated (the
+// condition AllContainersRestarting set), then every container restarted in
+// place: each one's restart count one more, the agent running again, the
+// workers waiting at the barrier.
+func AgentRestartSteps(st *corev1.PodStatus, code int32, now metav1.Time) []*corev1.PodStatus {
+	exited := st.DeepCopy()
+	exited.Conditions = setCondition(podConditions(st, now, corev1.ConditionFalse), corev1.AllContainersRestarting,
+		corev1.ConditionTrue, "RestartAllContainersStarted", "container exited with restart policy rule", now)
+	for i := range exited.InitContainerStatuses {
+		c := &exited.InitContainerStatuses[i]
+		started := now
+		if c.State.Running != nil {
+			started = c.State.Running.StartedAt
+		}
+		c.Ready, c.Started = false, ptr.To(false)
+		c.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", StartedAt: started, FinishedAt: now}}
+	}
+	return []*corev1.PodStatus{exited, RestartedAll(exited, now)}
+}
 
 // RestartedAll is the status after every container of the pod restarted
-// in place (RestartAllContainers) because one exited with code: each
-// container's restart count is one more, its last state that exit, and
-// the workers wait at the barrier again.
-func RestartedAll(st *corev1.PodStatus, code int32, now metav1.Time) *corev1.PodStatus {
+// in place (RestartAllContainers): each container's restart count is one
+// more, its last state the kubelet's removal, and the workers wait at the
+// barrier again.
+func RestartedAll(st *corev1.PodStatus, now metav1.Time) *corev1.PodStatus {
 	out := st.DeepCopy()
-	out.Conditions = podConditions(st, now, corev1.ConditionFalse)
+	out.Conditions = setCondition(podConditions(st, now, corev1.ConditionFalse), corev1.AllContainersRestarting,
+		corev1.ConditionFalse, "", "", now)
 	restart := func(list []corev1.ContainerStatus, state corev1.ContainerState) {
 		for i := range list {
 			c := &list[i]
-			started := now
-			if c.State.Running != nil {
-				started = c.State.Running.StartedAt
-			}
-			c.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: code, Reason: "Error", StartedAt: started, FinishedAt: now,
-			}}
+			c.LastTerminationState = corev1.ContainerState{Terminated: RestartingAllContainers.DeepCopy()}
 			c.RestartCount++
 			c.Ready, c.Started = false, ptr.To(false)
 			c.State = state
@@ -41,6 +67,21 @@ func RestartedAll(st *corev1.PodStatus, code int32, now metav1.Time) *corev1.Pod
 	return out
 }
 
+// ReleaseSteps are the kubelet's three writes once the agent's startup
+// probe passes: the agent started, the agent ready (the pod initialized),
+// then the workers running and the pod ready.
+func ReleaseSteps(st *corev1.PodStatus, now metav1.Time) []*corev1.PodStatus {
+	started := st.DeepCopy()
+	for i := range started.InitContainerStatuses {
+		started.InitContainerStatuses[i].Started = ptr.To(true)
+	}
+	ready := started.DeepCopy()
+	for i := range ready.InitContainerStatuses {
+		ready.InitContainerStatuses[i].Ready = true
+	}
+	return []*corev1.PodStatus{started, ready, BarrierLifted(ready, now)}
+}
+
 // BarrierLifted is the status once the agent's startup probe passed: every
 // container runs and is ready.
 func BarrierLifted(st *corev1.PodStatus, now metav1.Time) *corev1.PodStatus {
@@ -50,7 +91,9 @@ func BarrierLifted(st *corev1.PodStatus, now metav1.Time) *corev1.PodStatus {
 		for i := range list {
 			c := &list[i]
 			c.Ready, c.Started = true, ptr.To(true)
-			c.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+			if c.State.Running == nil {
+				c.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+			}
 		}
 	}
 	return out
@@ -91,4 +134,22 @@ func podConditions(st *corev1.PodStatus, now metav1.Time, ready corev1.Condition
 		}
 	}
 	return out
+}
+
+// setCondition sets a condition of type t, moving its transition time only
+// when its status changes; a False condition that was never set stays unset.
+func setCondition(conds []corev1.PodCondition, t corev1.PodConditionType, status corev1.ConditionStatus, reason, msg string, now metav1.Time) []corev1.PodCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			if conds[i].Status != status {
+				conds[i].LastTransitionTime = now
+			}
+			conds[i].Status, conds[i].Reason, conds[i].Message = status, reason, msg
+			return conds
+		}
+	}
+	if status == corev1.ConditionFalse {
+		return conds
+	}
+	return append(conds, corev1.PodCondition{Type: t, Status: status, Reason: reason, Message: msg, LastTransitionTime: now})
 }

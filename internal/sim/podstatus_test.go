@@ -37,31 +37,32 @@ func TestInPlaceStatus(t *testing.T) {
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}},
 	}
 
+	last := func(steps []*corev1.PodStatus) *corev1.PodStatus { return steps[len(steps)-1] }
+	restarted := last(AgentRestartSteps(&running, 1, t0))
+
 	type want struct {
-		ready        corev1.ConditionStatus
-		readySince   metav1.Time
-		released     bool
-		restarts     int32 // the worker's
-		lastStarted  *metav1.Time
-		lastFinished *metav1.Time
-		lastCode     int32
-		conditions   int
+		ready      corev1.ConditionStatus
+		readySince metav1.Time
+		released   bool
+		restarts   int32 // the worker's
+		removed    bool  // last state: the kubelet's removal for RestartAllContainers
+		conditions int
 	}
 	cases := []struct {
 		name string
 		got  *corev1.PodStatus
 		want want
 	}{
-		{"released pod restarts all", RestartedAll(&running, 1, now),
-			want{corev1.ConditionFalse, now, false, 3, &t0, &now, 1, 4}},
-		{"pod at the barrier restarts all", RestartedAll(&atBarrier, 7, now),
-			want{corev1.ConditionFalse, now, false, 1, &now, &now, 7, 3}},
-		{"barrier lifted after a restart", BarrierLifted(RestartedAll(&running, 1, t0), now),
-			want{corev1.ConditionTrue, now, true, 3, &t0, &t0, 1, 4}},
-		{"barrier lifted at first start", BarrierLifted(&atBarrier, now),
-			want{corev1.ConditionTrue, now, true, 0, nil, nil, 0, 3}},
+		{"released pod restarts all", last(AgentRestartSteps(&running, 1, now)),
+			want{corev1.ConditionFalse, now, false, 3, true, 5}},
+		{"pod at the barrier restarts all", last(AgentRestartSteps(&atBarrier, 7, now)),
+			want{corev1.ConditionFalse, now, false, 1, true, 4}},
+		{"barrier lifted after a restart", last(ReleaseSteps(restarted, now)),
+			want{corev1.ConditionTrue, now, true, 3, true, 5}},
+		{"barrier lifted at first start", last(ReleaseSteps(&atBarrier, now)),
+			want{corev1.ConditionTrue, now, true, 0, false, 3}},
 		{"barrier lifted twice keeps the transition", BarrierLifted(&running, now),
-			want{corev1.ConditionTrue, t0, true, 2, nil, nil, 0, 4}},
+			want{corev1.ConditionTrue, t0, true, 2, false, 4}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,6 +75,10 @@ func TestInPlaceStatus(t *testing.T) {
 				case corev1.PodReady, corev1.ContainersReady:
 					if cond.Status != w.ready || !cond.LastTransitionTime.Equal(&w.readySince) {
 						t.Errorf("%s = %s since %v, want %s since %v", cond.Type, cond.Status, cond.LastTransitionTime, w.ready, w.readySince)
+					}
+				case corev1.AllContainersRestarting:
+					if cond.Status != corev1.ConditionFalse {
+						t.Errorf("%s = %s once the containers restarted", cond.Type, cond.Status)
 					}
 				case SimulatedCondition:
 					if cond != simulated {
@@ -94,16 +99,22 @@ func TestInPlaceStatus(t *testing.T) {
 			if (worker.State.Running != nil) != w.released || worker.Ready != w.released || agent.Ready != w.released {
 				t.Errorf("worker state %+v ready %v, agent ready %v; want running and ready = %v", worker.State, worker.Ready, agent.Ready, w.released)
 			}
-			last := worker.LastTerminationState.Terminated
-			switch {
-			case w.lastStarted == nil && last != nil:
-				t.Errorf("last state %+v, want none", last)
-			case w.lastStarted != nil && last == nil:
-				t.Errorf("no last state, want the exit")
-			case last != nil && (!last.StartedAt.Equal(w.lastStarted) || !last.FinishedAt.Equal(w.lastFinished) || last.ExitCode != w.lastCode):
-				t.Errorf("last state %+v, want exit %d, %v to %v", last, w.lastCode, w.lastStarted, w.lastFinished)
+			if got := worker.LastTerminationState.Terminated; (got != nil) != w.removed || got != nil && *got != RestartingAllContainers {
+				t.Errorf("last state %+v, want the kubelet's removal: %v", got, w.removed)
 			}
 		})
+	}
+
+	// The writes in between, in a real kubelet's order.
+	exit := AgentRestartSteps(&running, 1, now)
+	if len(exit) != 2 || exit[0].InitContainerStatuses[0].State.Terminated == nil || exit[0].InitContainerStatuses[0].State.Terminated.ExitCode != 1 ||
+		exit[0].ContainerStatuses[0].RestartCount != 2 || exit[0].Conditions[len(exit[0].Conditions)-1].Type != corev1.AllContainersRestarting {
+		t.Errorf("the agent's exit: %+v", exit[0])
+	}
+	release := ReleaseSteps(restarted, now)
+	if a0, a1 := release[0].InitContainerStatuses[0], release[1].InitContainerStatuses[0]; len(release) != 3 ||
+		!*a0.Started || a0.Ready || !a1.Ready || Released(release[0]) || Released(release[1]) {
+		t.Errorf("the release: %+v", release)
 	}
 	if running.ContainerStatuses[0].RestartCount != 2 || running.Conditions[1].Status != corev1.ConditionTrue {
 		t.Error("the input status was changed")

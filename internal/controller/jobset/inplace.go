@@ -54,6 +54,22 @@ func MaxRestartCount(st *corev1.PodStatus) int32 {
 	return n
 }
 
+// agentStarted: the pod's agent runs, or has run, in this pod. A real
+// kubelet keeps a pod Pending while its agent holds the barrier (the
+// sidecar's startup probe has not passed, so the pod is not initialized):
+// such a pod counts once its agent wrote an attempt. A pod Pending with no
+// attempt is still being scheduled or started: it waits for capacity, it
+// does not lag.
+func agentStarted(p *corev1.Pod) bool {
+	switch p.Status.Phase {
+	case corev1.PodRunning:
+		return true
+	case corev1.PodPending:
+		return p.Spec.NodeName != "" && PodAttempt(p.Annotations) != nil
+	}
+	return false
+}
+
 func inPlace(js *api.JobSet) bool {
 	return js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == api.InPlaceRestart
 }

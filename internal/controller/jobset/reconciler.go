@@ -293,7 +293,7 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 		attempt := strconv.Itoa(int(js.Status.Restarts))
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Labels[api.RestartsKey] != attempt {
+			if p.DeletionTimestamp != nil || !agentStarted(p) || p.Labels[api.RestartsKey] != attempt {
 				continue // going, not started, or of a recreated attempt: no agent to wait for
 			}
 			o.Pods = append(o.Pods, InPlacePod{Name: p.Name, Attempt: PodAttempt(p.Annotations), Restarts: MaxRestartCount(&p.Status)})

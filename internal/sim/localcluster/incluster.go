@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	goruntime "runtime"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,12 +14,10 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/image"
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/release"
 	"github.com/multislice/multislice/internal/sim/fleet"
-	"github.com/multislice/multislice/internal/sim/realhost"
 	"github.com/multislice/multislice/internal/versions"
 )
 
@@ -57,22 +53,13 @@ func CheckManager(where string, pools []fleet.Resolved) error {
 	return fmt.Errorf("--manager=%q: want %s (a process of this machine) or %s (pods on real hosts)", where, ManagerOnHost, ManagerInCluster)
 }
 
-// deployManager runs the manager as a real cluster does: the image made
-// from the binary at exe (static) pushed to the local registry under its
-// ghcr.io name, install.yaml rendered for it from the binary's own
-// config tree and applied, the Deployment's pods kept to real hosts. It
+// deployManager runs the manager as a real cluster does: the image of this
+// binary (startRegistry pushed it under its ghcr.io name), install.yaml
+// rendered for it from the binary's own config tree and applied, the
+// Deployment's pods kept to real hosts. It
 // returns once both replicas are Ready and the webhooks admit JobSets.
 func (r *Running) deployManager(ctx context.Context, exe string, groups fleet.GroupLabels, featureGates string, timeout time.Duration) error {
-	tag := versions.Multislice
-	img, err := image.ForBinary(exe, "linux", goruntime.GOARCH, image.Labels{Version: tag, Created: time.Unix(0, 0).UTC()})
-	if err != nil {
-		return err
-	}
-	ref := "ghcr.io/" + managerRepo + ":" + tag
-	r.say("pushing the manager's image %s to the local registry", ref)
-	if err := realhost.Push(ctx, r.registry, map[string]v1.Image{managerRepo + ":" + tag: img}); err != nil {
-		return err
-	}
+	ref := "ghcr.io/" + managerRepo + ":" + versions.Multislice // pushed with the local images
 	manifest, err := release.InstallEmbedded(ref)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -20,9 +21,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/multislice/multislice/internal/image"
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/sim/fleet"
 	"github.com/multislice/multislice/internal/sim/realhost"
+	"github.com/multislice/multislice/internal/versions"
 )
 
 // coreDNSUser is the cluster DNS's user, granted realhost.CoreDNSRBAC.
@@ -169,7 +172,14 @@ func (r *Running) startRegistry(ctx context.Context, exe string, port int) error
 	if err != nil {
 		return err
 	}
-	r.say("pushing busybox and the pod sandbox image to the local registry %s", addr)
+	// This binary's image: the in-cluster manager runs it, and in-place
+	// restart agents (examples/trainer-in-place-jobset.yaml) use :latest.
+	own, err := image.ForBinary(exe, "linux", goruntime.GOARCH, image.Labels{Version: versions.Multislice, Created: time.Unix(0, 0).UTC()})
+	if err != nil {
+		return err
+	}
+	images[managerRepo+":"+versions.Multislice], images[managerRepo+":latest"] = own, own
+	r.say("pushing busybox, the pod sandbox and the multislice image to the local registry %s", addr)
 	return realhost.Push(ctx, addr, images)
 }
 
