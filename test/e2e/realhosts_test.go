@@ -32,7 +32,8 @@ import (
 
 // realExamples are the examples that ask for the cluster of
 // examples/fleet-real.yaml; TestRealHosts applies them.
-var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobset.yaml", "examples/trainer-jobset.yaml"}
+var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobset.yaml", "examples/trainer-jobset.yaml",
+	"examples/trainer-in-place-jobset.yaml"}
 
 // TestRealHosts runs examples/fleet-real.yaml: eight real hosts (kubelets
 // and containerds on this machine) beside the seed's simulated group, with
@@ -54,7 +55,8 @@ func TestRealHosts(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	before, rulesBefore := readSysctls(), kubeRules()
 	began := time.Now()
-	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-real.yaml"), "--manager=in-cluster")
+	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-real.yaml"), "--manager=in-cluster",
+		"--feature-gates=InPlaceRestart=true")
 	t.Logf("multislice up with 8 real hosts, 10 simulated ones and the manager in the cluster took %s", time.Since(began).Round(10*time.Millisecond))
 	ctx := context.Background()
 
@@ -166,11 +168,11 @@ func TestRealHosts(t *testing.T) {
 	})
 
 	t.Run("seed on simulated pools across leader changes", func(t *testing.T) { checkLeaderChanges(t, ctx, c) })
-	t.Run("trainer resumes from its checkpoint after a worker is killed", func(t *testing.T) {
+	t.Run("trainer resumes from its checkpoint through every fault", func(t *testing.T) {
 		if out, err := kubectl(c, "delete", "jobset", "real-tpu-job", "--wait=true"); err != nil {
 			t.Fatalf("delete real-tpu-job: %v\n%s", err, out)
 		}
-		checkTrainerResumes(t, c, root)
+		checkTrainer(t, c, root)
 	})
 
 	t.Run("down leaves nothing behind", func(t *testing.T) {
@@ -223,115 +225,6 @@ func TestRealHosts(t *testing.T) {
 			t.Errorf("sysctls before up %v, after down %v", before, after)
 		}
 	})
-}
-
-// trainerCheckpoints is the host directory examples/trainer-jobset.yaml
-// keeps its checkpoints in.
-const trainerCheckpoints = "/var/tmp/multislice-checkpoints/trainer"
-
-// checkTrainerResumes runs examples/trainer-jobset.yaml (the image loaded
-// as its comment says), SIGKILLs one worker's process once a checkpoint
-// exists, and checks that every worker of the next attempt resumed from
-// the newest checkpoint, its loss continuing from there.
-func checkTrainerResumes(t *testing.T, c *framework.Cluster, root string) {
-	bin := filepath.Join(t.TempDir(), "trainer")
-	build := exec.Command("go", "build", "-o", bin, "./examples/trainer")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/trainer: %v\n%s", err, out)
-	}
-	c.MustRun("image", "load", bin, "ghcr.io/multislice/trainer:dev")
-	if err := os.RemoveAll(trainerCheckpoints); err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(trainerCheckpoints)
-	commands, _ := exampleCommands(t, filepath.Join(root, "examples/trainer-jobset.yaml"))
-	runKubectlLines(t, c, root, commands)
-	waitDistinctPools(t, c, "trainer", 0, 4, 90*time.Second)
-	var saved int
-	framework.Eventually(t, 60*time.Second, func(context.Context) (bool, string) {
-		names, _ := filepath.Glob(filepath.Join(trainerCheckpoints, "ckpt-*.json"))
-		if len(names) == 0 {
-			return false, "no checkpoint in " + trainerCheckpoints
-		}
-		saved, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(names[len(names)-1]), "ckpt-"), ".json"))
-		return saved > 0, fmt.Sprintf("newest checkpoint %s", names[len(names)-1])
-	})
-	before := c.MustRun("logs", "trainer", "--slice", "0", "--worker", "0")
-	first := lossAt(before, 1)
-	if !strings.Contains(before, "no checkpoint: starting at step 0") || first <= 0 {
-		t.Fatalf("attempt 0 did not start afresh:\n%s", before)
-	}
-	began := time.Now()
-	if out := c.MustRun("chaos", "kill-worker", "trainer", "--slice", "1", "--worker", "1"); !strings.Contains(out, "killed [slice-1/worker-1 attempt-0]") {
-		t.Errorf("chaos kill-worker says:\n%s", out)
-	}
-	waitDistinctPools(t, c, "trainer", 1, 4, 90*time.Second)
-	var resumed []int
-	framework.Eventually(t, 60*time.Second, func(context.Context) (bool, string) {
-		out, _ := c.Run("logs", "trainer")
-		resumed = resumed[:0]
-		for _, line := range strings.Split(out, "\n") {
-			if _, rest, ok := strings.Cut(line, "attempt-1] resumed from checkpoint step "); ok {
-				n, _ := strconv.Atoi(strings.Fields(rest)[0])
-				resumed = append(resumed, n)
-			}
-		}
-		return len(resumed) == 4 && lossAt(out, resumed[0]+1) > 0, "multislice logs trainer:\n" + out
-	})
-	for _, n := range resumed {
-		if n != resumed[0] || n < saved {
-			t.Errorf("workers resumed from steps %v; want all from the same, at least %d (the newest checkpoint when the worker was killed)", resumed, saved)
-		}
-	}
-	out := c.MustRun("logs", "trainer", "--slice", "0", "--worker", "0")
-	if next := lossAt(out, resumed[0]+1); next >= first/2 {
-		t.Errorf("loss at step %d after resuming: %f, the first step's was %f: it started over", resumed[0]+1, next, first)
-	}
-	t.Logf("worker killed (newest checkpoint: step %d) to 4 workers resumed from step %d: %s", saved, resumed[0], time.Since(began).Round(100*time.Millisecond))
-	checkTrainerRefusesNoEnvironment(t, c)
-	if out, err := requireKubectl(t)(c, "delete", "-f", filepath.Join(root, "examples/trainer-jobset.yaml"), "--wait=true"); err != nil {
-		t.Errorf("delete the trainer: %v\n%s", err, out)
-	}
-}
-
-// checkTrainerRefusesNoEnvironment: the trainer in a pod outside a JobSet
-// (no TPU environment) exits 2 and names the missing variable.
-func checkTrainerRefusesNoEnvironment(t *testing.T, c *framework.Cluster) {
-	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "lonely-trainer", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: "gke-system-0", RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "trainer", Image: "ghcr.io/multislice/trainer:dev", Args: []string{"--checkpoint-dir=/tmp"}}}},
-	}
-	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{})
-	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
-		p, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Terminated == nil {
-			return false, fmt.Sprintf("pod %s not terminated yet (%v)", pod.Name, err)
-		}
-		return true, ""
-	})
-	p, _ := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-	code := p.Status.ContainerStatuses[0].State.Terminated.ExitCode
-	out, _ := requireKubectl(t)(c, "logs", pod.Name)
-	if code != 2 || !strings.Contains(out, "TPU_WORKER_ID is not set") {
-		t.Errorf("the trainer outside a JobSet: exit %d, log %q; want exit 2 naming TPU_WORKER_ID", code, out)
-	}
-}
-
-// lossAt is the loss a trainer's log reports at step, 0 if none.
-func lossAt(log string, step int) float64 {
-	for _, line := range strings.Split(log, "\n") {
-		if _, rest, ok := strings.Cut(line, fmt.Sprintf("step=%d loss=", step)); ok {
-			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v
-		}
-	}
-	return 0
 }
 
 // managerPods are the in-cluster manager's pods, waiting until want are

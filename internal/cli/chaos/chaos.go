@@ -31,8 +31,8 @@ func NewCmdChaos(f *cli.Factory) *cobra.Command {
   maintenance  every host gets cloud.google.com/impending-node-termination and
                cloud.google.com/active-node-maintenance=ONGOING
   preempt      the whole slice disappears (spot preemption)
-  fail-host    host 0 of the slice goes NotReady (its kubelet stops)
-  delete-host  host 0 of the slice is deleted (hardware failure, VM gone)
+  fail-host    host 0 (--host N) of the slice goes NotReady (its kubelet stops)
+  delete-host  host 0 (--host N) of the slice is deleted (hardware failure, VM gone)
   fail-pod     one Running pod on the slice exits with code 137 (killed)
   kill-worker  (real hosts) a worker's processes are SIGKILLed in its container
 The simulated cloud then repairs the slice as GKE does: after the repair delay
@@ -48,6 +48,7 @@ when capacity allows (see chaos capacity).`,
 
 func newCmdFault(f *cli.Factory, kind string) *cobra.Command {
 	var pool string
+	var host int
 	cmd := &cobra.Command{
 		Use:   kind + " --nodepool NAME",
 		Short: "Inject a " + kind + " fault into a node pool",
@@ -63,7 +64,7 @@ func newCmdFault(f *cli.Factory, kind string) *cobra.Command {
 			if home, err := f.Home(); err == nil {
 				c.StopKubelet = func(node string) error { return localcluster.StopComponent(home, localcluster.KubeletName(node)) }
 			}
-			what, err := c.Inject(cmd.Context(), kind, pool)
+			what, err := c.Inject(cmd.Context(), kind, pool, host)
 			if err != nil {
 				return err
 			}
@@ -72,6 +73,9 @@ func newCmdFault(f *cli.Factory, kind string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&pool, "nodepool", "", "node pool to hit")
+	if kind == cloud.FaultHost || kind == cloud.FaultDeleteHost {
+		cmd.Flags().IntVar(&host, "host", 0, "the pool's host to hit, 0 to its hosts - 1")
+	}
 	return cmd
 }
 

@@ -29,8 +29,9 @@ const (
 	FaultPod         = "fail-pod"
 )
 
-// Inject applies one fault to a pool and says what it did.
-func (c *Cloud) Inject(ctx context.Context, kind, pool string) (string, error) {
+// Inject applies one fault to a pool and says what it did. host is the
+// host a fail-host or delete-host hits (0 to the pool's hosts - 1).
+func (c *Cloud) Inject(ctx context.Context, kind, pool string, host int) (string, error) {
 	pools, err := c.Pools(ctx)
 	if err != nil {
 		return "", err
@@ -40,15 +41,17 @@ func (c *Cloud) Inject(ctx context.Context, kind, pool string) (string, error) {
 		return "", notFound(pool)
 	}
 	p := pools[i]
+	if host < 0 || host >= p.Nodes {
+		return "", fmt.Errorf("--host %d: pool %s has hosts 0 to %d", host, pool, p.Nodes-1)
+	}
+	node := fleet.NodeName(pool, host)
 	if p.Real {
-		return c.injectReal(kind, p)
+		return c.injectReal(kind, p, node)
 	}
 	switch kind {
 	case FaultHost:
-		node := fleet.NodeName(pool, 0)
 		return fmt.Sprintf("host %s is NotReady (kwok no longer plays its kubelet)", node), c.failHost(ctx, node)
 	case FaultDeleteHost:
-		node := fleet.NodeName(pool, 0)
 		if err := c.markBroken(ctx, p.Pool, FaultDeleteHost); err != nil {
 			return "", err
 		}
@@ -76,14 +79,13 @@ func (c *Cloud) Inject(ctx context.Context, kind, pool string) (string, error) {
 // its kubelet stops, the node goes NotReady when its lease expires, as a
 // host that crashed or left the network. The simulated cloud cannot
 // delete, remake or fail the pods of real hosts.
-func (c *Cloud) injectReal(kind string, p fleet.Resolved) (string, error) {
+func (c *Cloud) injectReal(kind string, p fleet.Resolved, node string) (string, error) {
 	if kind != FaultHost {
-		return "", fmt.Errorf("%s on %s: it is a pool of real hosts, which the simulated cloud cannot remake; use %s (its first host's kubelet stops; `multislice up` starts it again)", kind, p.Name, FaultHost)
+		return "", fmt.Errorf("%s on %s: it is a pool of real hosts, which the simulated cloud cannot remake; use %s (the host's kubelet stops; `multislice up` starts it again)", kind, p.Name, FaultHost)
 	}
 	if c.StopKubelet == nil {
 		return "", fmt.Errorf("%s on %s: no local cluster runs its real hosts here", kind, p.Name)
 	}
-	node := fleet.NodeName(p.Name, 0)
 	if err := c.StopKubelet(node); err != nil {
 		return "", fmt.Errorf("stop the kubelet of %s: %w", node, err)
 	}
