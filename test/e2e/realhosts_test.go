@@ -42,10 +42,10 @@ var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobse
 // Service, metrics over HTTPS with a token, leader election between pods.
 // Real containers start from the local registry's images, resolve each
 // other through the cluster DNS, are read by kubectl logs and multislice
-// logs; a TPU JobSet on the real slices restarts with new containers, and
-// moves to the spare real slice when a host is lost; the seed runs on its
-// simulated pools and restarts after each leader's pod is deleted. `down`
-// leaves nothing behind.
+// logs; a TPU JobSet on the real slices restarts with new containers; the
+// seed runs on its simulated pools and restarts after each leader's pod is
+// deleted; a real training job resumes from its checkpoint through every
+// fault (trainer_test.go). `down` leaves nothing behind.
 func TestRealHosts(t *testing.T) {
 	framework.RequireE2E(t)
 	if os.Geteuid() != 0 {
@@ -140,31 +140,6 @@ func TestRealHosts(t *testing.T) {
 			}
 		}
 		t.Logf("a worker's exit 3 to every worker Running again in new containers: %s", time.Since(began).Round(100*time.Millisecond))
-	})
-
-	t.Run("host lost moves the JobSet to the spare real slice", func(t *testing.T) {
-		pods := waitDistinctPools(t, c, "real-tpu-job", 1, 4, 90*time.Second)
-		node, err := c.Client.CoreV1().Nodes().Get(ctx, pods[0].Spec.NodeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lost := node.Labels[gke.NodePoolLabel]
-		began := time.Now()
-		c.MustRun("chaos", "fail-host", "--nodepool", lost)
-		for _, p := range waitDistinctPools(t, c, "real-tpu-job", 2, 4, 3*time.Minute) {
-			if strings.HasPrefix(p.Spec.NodeName, "gke-"+lost+"-") {
-				t.Errorf("pod %s of attempt 2 is on %s, in the lost pool %s", p.Name, p.Spec.NodeName, lost)
-			}
-		}
-		t.Logf("host of %s lost to every worker Running on healthy real slices: %s (the node goes NotReady after the node monitor's grace period)", lost, time.Since(began).Round(100*time.Millisecond))
-		out := c.MustRun("up")
-		if !strings.Contains(out, "restarted kubelet-gke-"+lost+"-0") {
-			t.Errorf("up after the lost host does not restart its kubelet:\n%s", out)
-		}
-		framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
-			n, err := c.Client.CoreV1().Nodes().Get(ctx, "gke-"+lost+"-0", metav1.GetOptions{})
-			return err == nil && ready(*n), fmt.Sprintf("node gke-%s-0 Ready again: %v", lost, err)
-		})
 	})
 
 	t.Run("seed on simulated pools across leader changes", func(t *testing.T) { checkLeaderChanges(t, ctx, c) })
