@@ -16,6 +16,8 @@ const (
 	InPlaceRestart            = "InPlaceRestart"
 	ElasticJobSet             = "ElasticJobSet"
 	ExecutionAttemptsTracking = "ExecutionAttemptsTracking"
+	ActiveDeadlineSeconds     = "JobSetActiveDeadlineSeconds"
+	MutablePodResources       = "MutablePodResourcesForSuspendedJobSets"
 )
 
 // Gate describes one feature gate.
@@ -34,11 +36,13 @@ var All = []Gate{
 	{InPlaceRestart, false, "alpha", "failurePolicy.restartStrategy InPlaceRestart (KEP-467): healthy pods restart in place through the agent sidecar (multislice agent), a failed slice is recreated alone; off: refused at admission"},
 	{ElasticJobSet, false, "alpha", "parallelism/completions (equal, Indexed) and replicas of a running JobSet may change; child Jobs follow (KEP-463); off: immutable"},
 	{ExecutionAttemptsTracking, true, "ahead", "status.executionAttempts and the jobset.sigs.k8s.io/execution-attempt label and annotation count every start: first start, restart, resume (KEP-1282)"},
+	{ActiveDeadlineSeconds, false, "alpha", "spec.activeDeadlineSeconds (KEP-1186): past it, counted from status.startTime (suspended time excluded, restarts included), every child Job stops and the JobSet fails (DeadlineExceeded); off: the field is kept but not enforced, and admission warns"},
+	{MutablePodResources, false, "alpha", "while a JobSet is suspended its pod templates' container and pod resources may change (KEP-1150: Kueue and DWS right-size it); the change reaches the child Jobs when it resumes (the Jobs' own MutablePodResourcesForSuspendedJobs, Kubernetes 1.36+); off: immutable"},
 }
 
 // Gates are the values in force.
 type Gates struct {
-	RestartJob, InPlaceRestart, ElasticJobSet, ExecutionAttemptsTracking bool
+	RestartJob, InPlaceRestart, ElasticJobSet, ExecutionAttemptsTracking, ActiveDeadlineSeconds, MutablePodResources bool
 }
 
 // Defaults are the gates with no flag given.
@@ -67,6 +71,7 @@ func Parse(s string) (Gates, error) {
 	return Gates{
 		RestartJob: values[RestartJob], InPlaceRestart: values[InPlaceRestart],
 		ElasticJobSet: values[ElasticJobSet], ExecutionAttemptsTracking: values[ExecutionAttemptsTracking],
+		ActiveDeadlineSeconds: values[ActiveDeadlineSeconds], MutablePodResources: values[MutablePodResources],
 	}, nil
 }
 

@@ -16,7 +16,8 @@ func TestParse(t *testing.T) {
 		{"ElasticJobSet=true, InPlaceRestart=true,ExecutionAttemptsTracking=false", Gates{ElasticJobSet: true, InPlaceRestart: true}, ""},
 		{"RestartJob", Gates{}, `"RestartJob": want Name=true|false`},
 		{"RestartJob=yes", Gates{}, "want Name=true|false"},
-		{"Nope=true", Gates{}, "ElasticJobSet, ExecutionAttemptsTracking, InPlaceRestart, RestartJob"},
+		{"JobSetActiveDeadlineSeconds=true", Gates{ActiveDeadlineSeconds: true, ExecutionAttemptsTracking: true}, ""},
+		{"Nope=true", Gates{}, "ElasticJobSet, ExecutionAttemptsTracking, InPlaceRestart, JobSetActiveDeadlineSeconds, MutablePodResourcesForSuspendedJobSets, RestartJob"},
 	} {
 		got, err := Parse(tc.in)
 		if tc.err != "" {

@@ -12,6 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,7 @@ import (
 // better than upstream: one manager with RestartJob and ElasticJobSet on.
 func TestDropIn(t *testing.T) {
 	gates := features.Defaults()
-	gates.RestartJob, gates.ElasticJobSet = true, true
+	gates.RestartJob, gates.ElasticJobSet, gates.ActiveDeadlineSeconds, gates.MutablePodResources = true, true, true, true
 	env := framework.StartEnv(t, gates)
 	ctx := context.Background()
 	update := func(t *testing.T, ns, name string, edit func(*api.JobSet)) error {
@@ -330,6 +331,89 @@ func TestDropIn(t *testing.T) {
 		attempt("2")
 		if st := env.Get(t, ns, "x").Status; st.Restarts != 1 {
 			t.Fatalf("restarts %d", st.Restarts)
+		}
+	})
+
+	t.Run("activeDeadlineSeconds: not reset by a restart; past it the JobSet fails and its Jobs stop", func(t *testing.T) {
+		ns := env.Namespace(t)
+		js := testobj.NewJobSet(ns, "d").ReplicatedJob("w", 2, 1).FailurePolicy(3).
+			Edit(func(js *api.JobSet) { js.Spec.ActiveDeadlineSeconds = ptr.To(int64(4)) }).Obj()
+		if err := env.Client.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		jobs := waitJobs(t, env, ns, "d", 2)
+		start := env.Get(t, ns, "d").Status.StartTime
+		if start == nil {
+			t.Fatal("status.startTime not set once the JobSet runs")
+		}
+		env.SetJobStatus(t, &jobs[0], batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "x")
+		restart(t, env, ns, "d", 1, 2)
+		if got := env.Get(t, ns, "d").Status.StartTime; got == nil || !got.Equal(start) {
+			t.Fatalf("status.startTime %v after a restart, want %v kept", got, start)
+		}
+		failed := waitCondition(t, env, ns, "d", api.JobSetFailed, metav1.ConditionTrue, api.DeadlineExceededReason)
+		cond := meta.FindStatusCondition(failed.Status.Conditions, string(api.JobSetFailed))
+		if ran := cond.LastTransitionTime.Sub(start.Time); ran < 4*time.Second || ran > 7*time.Second || failed.Status.TerminalState != api.TerminalStateFailed {
+			t.Errorf("failed %s after the start (deadline 4s), terminal state %q: %s", ran, failed.Status.TerminalState, cond.Message)
+		}
+		framework.Eventually(t, wait, func(context.Context) (bool, string) {
+			n := len(env.CurrentJobs(t, ns, "d"))
+			return n == 0, fmt.Sprintf("%d child Jobs not stopped", n)
+		})
+	})
+
+	t.Run("activeDeadlineSeconds: time suspended does not count", func(t *testing.T) {
+		ns := env.Namespace(t)
+		js := testobj.NewJobSet(ns, "s").ReplicatedJob("w", 1, 1).Suspend(true).
+			Edit(func(js *api.JobSet) { js.Spec.ActiveDeadlineSeconds = ptr.To(int64(3)) }).Obj()
+		if err := env.Client.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, env, ns, "s", api.JobSetSuspended, metav1.ConditionTrue, api.SuspendedReason)
+		time.Sleep(4 * time.Second) // past the deadline, suspended all along
+		if got := env.Get(t, ns, "s"); got.Status.StartTime != nil || meta.FindStatusCondition(got.Status.Conditions, string(api.JobSetFailed)) != nil {
+			t.Fatalf("suspended JobSet: startTime %v, conditions %+v", got.Status.StartTime, got.Status.Conditions)
+		}
+		resumed := time.Now()
+		if err := update(t, ns, "s", func(js *api.JobSet) { js.Spec.Suspend = ptr.To(false) }); err != nil {
+			t.Fatal(err)
+		}
+		failed := waitCondition(t, env, ns, "s", api.JobSetFailed, metav1.ConditionTrue, api.DeadlineExceededReason)
+		if at := meta.FindStatusCondition(failed.Status.Conditions, string(api.JobSetFailed)).LastTransitionTime; at.Sub(resumed) < 1500*time.Millisecond { // times are whole seconds
+			t.Errorf("failed %s after the resume: the suspended time counted", at.Sub(resumed))
+		}
+	})
+
+	t.Run("pod resources changed while suspended reach the Jobs on resume", func(t *testing.T) {
+		ns := env.Namespace(t)
+		js := testobj.NewJobSet(ns, "r").ReplicatedJob("w", 2, 1).Suspend(true).Obj()
+		if err := env.Client.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		waitJobs(t, env, ns, "r", 2)
+		waitCondition(t, env, ns, "r", api.JobSetSuspended, metav1.ConditionTrue, api.SuspendedReason)
+		cpu := resource.MustParse("3")
+		if err := update(t, ns, "r", func(js *api.JobSet) {
+			c := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0]
+			c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: cpu}
+		}); err != nil {
+			t.Fatalf("a resources change while suspended refused: %v", err)
+		}
+		if err := update(t, ns, "r", func(js *api.JobSet) { js.Spec.Suspend = ptr.To(false) }); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, wait, func(context.Context) (bool, string) {
+			jobs := jobsBy(t, ns, "r", func(j batchv1.Job) bool {
+				got := j.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+				return !ptr.Deref(j.Spec.Suspend, false) && got.Equal(cpu)
+			})
+			return len(jobs) == 2, fmt.Sprintf("%d of 2 jobs resumed asking for %s CPU", len(jobs), cpu.String())
+		})
+		err := update(t, ns, "r", func(js *api.JobSet) {
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Resources.Requests = nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "field is immutable") {
+			t.Fatalf("a resources change while running: error %v, want immutable", err)
 		}
 	})
 

@@ -33,6 +33,9 @@ const (
 	ReachedMaxRestartsReason  = "ReachedMaxRestarts"
 	ReachedMaxRestartsMessage = "jobset failed due to reaching max number of restarts"
 
+	// DeadlineExceededReason: spec.activeDeadlineSeconds ran out (KEP-1186).
+	DeadlineExceededReason = "DeadlineExceeded"
+
 	FailJobSetActionReason  = "FailJobSetFailurePolicyAction"
 	FailJobSetActionMessage = "applying FailJobSet failure policy action"
 

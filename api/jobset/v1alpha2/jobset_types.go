@@ -65,6 +65,15 @@ type JobSetSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
 	VolumeClaimPolicies []VolumeClaimPolicy `json:"volumeClaimPolicies,omitempty"`
+
+	// activeDeadlineSeconds bounds how long the JobSet may run, counted
+	// from status.startTime (KEP-1186, gate JobSetActiveDeadlineSeconds):
+	// past it every child Job is stopped and the JobSet fails with reason
+	// DeadlineExceeded. Time suspended does not count; restarts do.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	// +featureGate=JobSetActiveDeadlineSeconds
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 }
 
 // JobSetStatus is the observed state of a JobSet.
@@ -122,6 +131,14 @@ type JobSetStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ExecutionAttempts *int32 `json:"executionAttempts,omitempty"`
+
+	// startTime is when the JobSet last started running: set when it
+	// first runs and when it resumes, cleared while it is suspended, kept
+	// across restarts. spec.activeDeadlineSeconds counts from it
+	// (JobSetActiveDeadlineSeconds gate; unset with the gate off).
+	// +optional
+	// +featureGate=JobSetActiveDeadlineSeconds
+	StartTime *metav1.Time `json:"startTime,omitempty"`
 }
 
 // ReplicatedJobStatus counts the Jobs of one replicated job.

@@ -14,6 +14,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/podtemplate"
 	"github.com/multislice/multislice/internal/naming"
 )
 
@@ -92,6 +93,24 @@ func Decide(o Observed) (p Plan) {
 		p.Delete = notDeleting(c.active)
 		p.DeleteJobSet, p.RequeueAfter = ttlExpired(js, cond, o.Now)
 		return p
+	}
+	if o.Gates.ActiveDeadlineSeconds {
+		trackStart(js, &status, o.Now)
+		if left, ok := deadlineLeft(js, &status, o.Now); ok && left <= 0 {
+			if len(c.succeeded) > 0 && succeeded(js, status.ReplicatedJobsStatus) {
+				e.complete() // success is judged first: a finished run is never failed by its deadline
+			} else {
+				e.fail(api.DeadlineExceededReason, deadlineMessage(js, &status, o.Now))
+			}
+			p.Delete = notDeleting(c.active)
+			return p
+		} else if ok {
+			defer func() {
+				if p.RequeueAfter == 0 || left < p.RequeueAfter {
+					p.RequeueAfter = left // look again when the deadline runs out
+				}
+			}()
+		}
 	}
 	p.Delete = notDeleting(c.previous)
 	if len(p.Delete) > 0 {
@@ -175,7 +194,7 @@ func Decide(o Observed) (p Plan) {
 		for _, j := range c.active {
 			id, known := byName[j.Name]
 			if known && ptr.Deref(j.Spec.Suspend, false) && startable[j.Labels[api.ReplicatedJobNameKey]] {
-				p.Resume = append(p.Resume, resumed(js, j, id, o.Gates.RestartJob, status.ExecutionAttempts))
+				p.Resume = append(p.Resume, resumed(js, j, id, o.Gates, status.ExecutionAttempts))
 			}
 		}
 		e.set(api.JobSetSuspended, metav1.ConditionFalse, api.ResumedReason, api.ResumedMessage, corev1.EventTypeNormal)
@@ -266,20 +285,25 @@ func ttlExpired(js *api.JobSet, cond *metav1.Condition, now time.Time) (bool, ti
 // asked for both flavors' nodes and never scheduled (upstream #1294).
 // Placement pins the Job to its domain again on top. The execution attempt
 // it resumes in is set in the same update, so no pod starts with a stale one.
-func resumed(js *api.JobSet, j *batchv1.Job, id jobIdentity, restartJobGate bool, execution *int32) *batchv1.Job {
+// With the MutablePodResourcesForSuspendedJobSets gate, the containers' and
+// the pod's resources are rebuilt too (KEP-1150: Kueue right-sized them).
+func resumed(js *api.JobSet, j *batchv1.Job, id jobIdentity, gates features.Gates, execution *int32) *batchv1.Job {
 	out := j.DeepCopy()
 	out.Spec.Suspend = ptr.To(false)
 	if execution != nil {
 		a := map[string]string{api.ExecutionAttemptKey: strconv.Itoa(int(*execution))}
 		out.Labels, out.Annotations = merge(out.Labels, a), merge(out.Annotations, a)
 	}
-	fresh := constructJob(js, id, restartJobGate, execution).Spec.Template
+	fresh := constructJob(js, id, gates.RestartJob, execution).Spec.Template
 	to := &out.Spec.Template
 	to.Labels = merge(jobControllerLabels(j), fresh.Labels)
 	to.Annotations = fresh.Annotations
 	to.Spec.NodeSelector = fresh.Spec.NodeSelector
 	to.Spec.Tolerations = fresh.Spec.Tolerations
 	to.Spec.SchedulingGates = fresh.Spec.SchedulingGates
+	if gates.MutablePodResources {
+		podtemplate.CopyResources(&to.Spec, &fresh.Spec)
+	}
 	return out
 }
 

@@ -18,6 +18,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/podtemplate"
 	"github.com/multislice/multislice/internal/naming"
 	"github.com/multislice/multislice/internal/webhook/tpu"
 )
@@ -283,6 +284,17 @@ func validateClaims(js *api.JobSet, jsName string, p *field.Path) field.ErrorLis
 	return errs
 }
 
+// Warnings are what admission says of a JobSet it accepts: a field kept
+// but not acted on while its feature gate is off (as upstream, which
+// stores such a field and does not enforce it).
+func Warnings(js *api.JobSet, gates features.Gates) []string {
+	if js.Spec.ActiveDeadlineSeconds != nil && !gates.ActiveDeadlineSeconds {
+		return []string{"spec.activeDeadlineSeconds is not enforced: the manager's feature gate " + features.ActiveDeadlineSeconds +
+			" is off (multislice manager --feature-gates=" + features.ActiveDeadlineSeconds + "=true)"}
+	}
+	return nil
+}
+
 // ValidateUpdate: replicated jobs are immutable, except that while the
 // JobSet is (or was) suspended the pod template's labels, annotations,
 // nodeSelector, tolerations and schedulingGates may change (the Kueue path),
@@ -320,12 +332,18 @@ func ValidateUpdate(old, js *api.JobSet, gates features.Gates) field.ErrorList {
 			from, to := &o.Template.Spec.Template, &masked[i].Template.Spec.Template
 			to.Labels, to.Annotations = from.Labels, from.Annotations
 			to.Spec.NodeSelector, to.Spec.Tolerations, to.Spec.SchedulingGates = from.Spec.NodeSelector, from.Spec.Tolerations, from.Spec.SchedulingGates
+			if gates.MutablePodResources {
+				podtemplate.CopyResources(&to.Spec, &from.Spec)
+			}
 		}
 	}
 	if !apiequality.Semantic.DeepEqual(old.Spec.ReplicatedJobs, masked) {
 		msg := "field is immutable"
 		if !suspended {
 			msg += "; while the JobSet is suspended, its pod templates' labels, annotations, nodeSelector, tolerations and schedulingGates may change"
+		}
+		if !gates.MutablePodResources {
+			msg += "; with the " + features.MutablePodResources + " feature gate, the containers' resources too"
 		}
 		if !gates.ElasticJobSet {
 			msg += "; with the ElasticJobSet feature gate, an Indexed replicated job's parallelism, completions and replicas may change"

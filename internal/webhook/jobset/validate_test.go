@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -150,31 +151,40 @@ func TestValidateCreate(t *testing.T) {
 
 func TestValidateUpdate(t *testing.T) {
 	suspended := func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }
+	moreCPU := func(js *api.JobSet) {
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	}
 	for _, tc := range []struct {
 		name      string
+		gates     features.Gates
 		old, edit func(*api.JobSet)
 		want      string // "" allowed
 	}{
-		{"nothing changed", nil, func(*api.JobSet) {}, ""},
-		{"labels of the JobSet change", nil, func(js *api.JobSet) { js.Labels = map[string]string{"team": "a"} }, ""},
-		{"managedBy is immutable", nil, func(js *api.JobSet) { js.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue") }, "spec.managedBy: Invalid value"},
-		{"a running JobSet's pod template is immutable", nil, func(js *api.JobSet) {
+		{"resources while suspended, with MutablePodResourcesForSuspendedJobSets", features.Gates{MutablePodResources: true}, suspended,
+			func(js *api.JobSet) { suspended(js); moreCPU(js) }, ""},
+		{"resources while suspended, without it", features.Gates{}, suspended,
+			func(js *api.JobSet) { suspended(js); moreCPU(js) }, "with the MutablePodResourcesForSuspendedJobSets feature gate, the containers' resources too"},
+		{"resources while running, with it", features.Gates{MutablePodResources: true}, nil, moreCPU, "spec.replicatedJobs: Forbidden: field is immutable"},
+		{"nothing changed", features.Gates{}, nil, func(*api.JobSet) {}, ""},
+		{"labels of the JobSet change", features.Gates{}, nil, func(js *api.JobSet) { js.Labels = map[string]string{"team": "a"} }, ""},
+		{"managedBy is immutable", features.Gates{}, nil, func(js *api.JobSet) { js.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue") }, "spec.managedBy: Invalid value"},
+		{"a running JobSet's pod template is immutable", features.Gates{}, nil, func(js *api.JobSet) {
 			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
 		}, "spec.replicatedJobs: Forbidden: field is immutable; while the JobSet is suspended"},
-		{"a suspended JobSet's nodeSelector may change (Kueue's admission)", suspended, func(js *api.JobSet) {
+		{"a suspended JobSet's nodeSelector may change (Kueue's admission)", features.Gates{}, suspended, func(js *api.JobSet) {
 			suspended(js)
 			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
 		}, ""},
-		{"resuming with a new nodeSelector", suspended, func(js *api.JobSet) {
+		{"resuming with a new nodeSelector", features.Gates{}, suspended, func(js *api.JobSet) {
 			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
 		}, ""},
-		{"a suspended JobSet's image is still immutable", suspended, func(js *api.JobSet) {
+		{"a suspended JobSet's image is still immutable", features.Gates{}, suspended, func(js *api.JobSet) {
 			suspended(js)
 			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image = "other"
 		}, "spec.replicatedJobs: Forbidden: field is immutable"},
-		{"replicas without ElasticJobSet", nil, func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Replicas = 3 },
+		{"replicas without ElasticJobSet", features.Gates{}, nil, func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Replicas = 3 },
 			"with the ElasticJobSet feature gate, an Indexed replicated job's parallelism, completions and replicas may change"},
-		{"an update is validated as a create too", nil, func(js *api.JobSet) { js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: -1} },
+		{"an update is validated as a create too", features.Gates{}, nil, func(js *api.JobSet) { js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: -1} },
 			"spec.failurePolicy.maxRestarts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,7 +194,7 @@ func TestValidateUpdate(t *testing.T) {
 			}
 			js := old.DeepCopy()
 			tc.edit(js)
-			got := ValidateUpdate(old, js, features.Gates{}).ToAggregate()
+			got := ValidateUpdate(old, js, tc.gates).ToAggregate()
 			switch {
 			case tc.want == "" && got != nil:
 				t.Fatalf("refused: %v", got)
@@ -192,5 +202,19 @@ func TestValidateUpdate(t *testing.T) {
 				t.Fatalf("ValidateUpdate = %v, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	js := testobj.NewJobSet("ns", "js").ReplicatedJob("w", 1, 1).Obj()
+	if w := Warnings(js, features.Gates{}); len(w) != 0 {
+		t.Errorf("no deadline: warnings %v", w)
+	}
+	js.Spec.ActiveDeadlineSeconds = ptr.To(int64(60))
+	if w := Warnings(js, features.Gates{}); len(w) != 1 || !strings.Contains(w[0], "JobSetActiveDeadlineSeconds") {
+		t.Errorf("a deadline with the gate off: warnings %v, want one naming the gate", w)
+	}
+	if w := Warnings(js, features.Gates{ActiveDeadlineSeconds: true}); len(w) != 0 {
+		t.Errorf("a deadline with the gate on: warnings %v", w)
 	}
 }

@@ -31,12 +31,12 @@ func (w *Webhook) Default(_ context.Context, js *api.JobSet) error {
 
 // ValidateCreate implements admission.Validator.
 func (w *Webhook) ValidateCreate(_ context.Context, js *api.JobSet) (admission.Warnings, error) {
-	return nil, invalid(js, ValidateCreate(js, w.Gates))
+	return Warnings(js, w.Gates), invalid(js, ValidateCreate(js, w.Gates))
 }
 
 // ValidateUpdate implements admission.Validator.
 func (w *Webhook) ValidateUpdate(_ context.Context, old, js *api.JobSet) (admission.Warnings, error) {
-	return nil, invalid(js, ValidateUpdate(old, js, w.Gates))
+	return Warnings(js, w.Gates), invalid(js, ValidateUpdate(old, js, w.Gates))
 }
 
 // ValidateDelete implements admission.Validator; deletion is always allowed.

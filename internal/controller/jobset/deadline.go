@@ -1,0 +1,41 @@
+package jobset
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// trackStart keeps status.startTime as KEP-1186 defines it (as a Job's):
+// set when the JobSet runs, cleared while it is suspended, so that a
+// resume starts the count again; a restart keeps it, so a run that keeps
+// failing still meets its deadline.
+func trackStart(js *api.JobSet, status *api.JobSetStatus, now time.Time) {
+	switch {
+	case ptr.Deref(js.Spec.Suspend, false):
+		status.StartTime = nil
+	case status.StartTime == nil:
+		status.StartTime = ptr.To(metav1.NewTime(now))
+	}
+}
+
+// deadlineLeft is how long the JobSet may still run before
+// spec.activeDeadlineSeconds runs out: 0 or less once it has, and ok false
+// when no deadline counts (none set, or not running).
+func deadlineLeft(js *api.JobSet, status *api.JobSetStatus, now time.Time) (left time.Duration, ok bool) {
+	if js.Spec.ActiveDeadlineSeconds == nil || status.StartTime == nil || ptr.Deref(js.Spec.Suspend, false) {
+		return 0, false
+	}
+	deadline := status.StartTime.Add(time.Duration(*js.Spec.ActiveDeadlineSeconds) * time.Second)
+	return deadline.Sub(now), true
+}
+
+// deadlineMessage says why the JobSet failed, and what stopping it freed.
+func deadlineMessage(js *api.JobSet, status *api.JobSetStatus, now time.Time) string {
+	return fmt.Sprintf("the JobSet ran for %s since %s, past spec.activeDeadlineSeconds (%ds): every child Job is stopped",
+		now.Sub(status.StartTime.Time).Round(time.Second), status.StartTime.UTC().Format(time.RFC3339), *js.Spec.ActiveDeadlineSeconds)
+}
