@@ -14,8 +14,8 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
-	"github.com/multislice/multislice/internal/podtemplate"
 	"github.com/multislice/multislice/internal/naming"
+	"github.com/multislice/multislice/internal/podtemplate"
 )
 
 // Observed is everything a reconcile reads before it decides.

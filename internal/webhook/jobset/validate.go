@@ -18,8 +18,8 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
-	"github.com/multislice/multislice/internal/podtemplate"
 	"github.com/multislice/multislice/internal/naming"
+	"github.com/multislice/multislice/internal/podtemplate"
 	"github.com/multislice/multislice/internal/webhook/tpu"
 )
 
