@@ -23,6 +23,7 @@ import (
 type Flags struct {
 	Options
 	Kubeconfig    string
+	Config        string // --config: upstream's Configuration file (ApplyConfigFile)
 	TLSMinVersion string // --tls-min-version, parsed into Options.TLS
 	TLSCiphers    string // --tls-cipher-suites (comma-separated), likewise
 	Gates         string // --feature-gates, parsed into Options.FeatureGates
@@ -43,6 +44,7 @@ func DefaultFlags() Flags {
 func (f *Flags) Bind(fl *pflag.FlagSet) {
 	o := &f.Options
 	fl.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
+	fl.StringVar(&f.Config, "config", "", "upstream JobSet's configuration file ("+ConfigAPIVersion+" "+ConfigKind+"), read into the flags not given; a field Multislice cannot honour is refused by name")
 	fl.StringVar(&o.Namespace, "namespace", install.Namespace, "namespace of the webhook Service, certificate Secret and leader-election Lease")
 	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus /metrics endpoint (0 disables it)")
 	fl.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token may get /metrics (TokenReview + SubjectAccessReview); false: plain HTTP, for a loopback address")

@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "multislice-manager.multislice.dev",
+		LeaderElectionID:        LeaseName,
 		LeaderElectionNamespace: o.Namespace,
 		LeaseDuration:           durationOrNil(o.LeaseDuration),
 		RenewDeadline:           durationOrNil(o.RenewDeadline),
@@ -327,7 +327,7 @@ func slimPod(obj any) (any, error) {
 func certOptions(o Options) certs.Options {
 	svc := WebhookServiceName + "." + o.Namespace
 	return certs.Options{
-		Namespace: o.Namespace, SecretName: "multislice-webhook-server-cert", Dir: o.CertDir,
+		Namespace: o.Namespace, SecretName: CertSecretName, Dir: o.CertDir,
 		DNSNames: []string{WebhookServiceName, svc, svc + ".svc", svc + ".svc.cluster.local", "localhost"},
 		IPs:      []net.IP{net.ParseIP("127.0.0.1")},
 	}

@@ -19,6 +19,10 @@ const (
 	MutatingConfigName   = "multislice-mutating-webhook-configuration"
 	ValidatingConfigName = "multislice-validating-webhook-configuration"
 	WebhookServiceName   = "multislice-webhook-service"
+	// CertSecretName keeps the webhooks' certificate (every replica's).
+	CertSecretName = "multislice-webhook-server-cert"
+	// LeaseName is the Lease the replicas elect their leader on.
+	LeaseName = "multislice-manager.multislice.dev"
 )
 
 // Endpoint says how the apiserver reaches the webhook server: through a

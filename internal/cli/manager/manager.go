@@ -21,6 +21,9 @@ func NewCmdManager(f *cli.Factory) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.WriteTo(f.Err)))
+			if err := fl.ApplyConfigFile(cmd.Flags()); err != nil {
+				return err
+			}
 			o, cfg, err := fl.Complete()
 			if err != nil {
 				return err
