@@ -35,7 +35,7 @@ var All = []Gate{
 	{RestartJob, false, "alpha", "failure-policy actions RestartJob and RestartJobAndIgnoreMaxRestarts: restart only the failed Job (at most 1024 replicas per replicated job); off: refused at admission"},
 	{InPlaceRestart, false, "alpha", "failurePolicy.restartStrategy InPlaceRestart (KEP-467): healthy pods restart in place through the agent sidecar (multislice agent), a failed slice is recreated alone; off: refused at admission"},
 	{ElasticJobSet, false, "alpha", "parallelism/completions (equal, Indexed) and replicas of a running JobSet may change; child Jobs follow (KEP-463); off: immutable"},
-	{ExecutionAttemptsTracking, true, "ahead", "status.executionAttempts and the jobset.sigs.k8s.io/execution-attempt label and annotation count every start: first start, restart, resume (KEP-1282)"},
+	{ExecutionAttemptsTracking, false, "alpha", "status.executionAttempts and the jobset.sigs.k8s.io/execution-attempt annotation (and, ahead of upstream, label) count every start: first start, whole-JobSet restart, resume (KEP-1282, upstream #1283)"},
 	{ActiveDeadlineSeconds, false, "alpha", "spec.activeDeadlineSeconds (KEP-1186): past it, counted from status.startTime (suspended time excluded, restarts included), every child Job stops and the JobSet fails (DeadlineExceeded); off: the field is kept but not enforced, and admission warns"},
 	{MutablePodResources, false, "alpha", "while a JobSet is suspended its pod templates' container and pod resources may change (KEP-1150: Kueue and DWS right-size it); the change reaches the child Jobs when it resumes (the Jobs' own MutablePodResourcesForSuspendedJobs, Kubernetes 1.36+); off: immutable"},
 }

@@ -11,12 +11,12 @@ func TestParse(t *testing.T) {
 		want Gates
 		err  string
 	}{
-		{"", Gates{ExecutionAttemptsTracking: true}, ""},
-		{"RestartJob=true", Gates{RestartJob: true, ExecutionAttemptsTracking: true}, ""},
-		{"ElasticJobSet=true, InPlaceRestart=true,ExecutionAttemptsTracking=false", Gates{ElasticJobSet: true, InPlaceRestart: true}, ""},
+		{"", Gates{}, ""},
+		{"RestartJob=true", Gates{RestartJob: true}, ""},
+		{"ElasticJobSet=true, InPlaceRestart=true,ExecutionAttemptsTracking=true", Gates{ElasticJobSet: true, InPlaceRestart: true, ExecutionAttemptsTracking: true}, ""},
 		{"RestartJob", Gates{}, `"RestartJob": want Name=true|false`},
 		{"RestartJob=yes", Gates{}, "want Name=true|false"},
-		{"JobSetActiveDeadlineSeconds=true", Gates{ActiveDeadlineSeconds: true, ExecutionAttemptsTracking: true}, ""},
+		{"JobSetActiveDeadlineSeconds=true", Gates{ActiveDeadlineSeconds: true}, ""},
 		{"Nope=true", Gates{}, "ElasticJobSet, ExecutionAttemptsTracking, InPlaceRestart, JobSetActiveDeadlineSeconds, MutablePodResourcesForSuspendedJobSets, RestartJob"},
 	} {
 		got, err := Parse(tc.in)

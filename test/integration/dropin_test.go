@@ -29,6 +29,7 @@ import (
 func TestDropIn(t *testing.T) {
 	gates := features.Defaults()
 	gates.RestartJob, gates.ElasticJobSet, gates.ActiveDeadlineSeconds, gates.MutablePodResources = true, true, true, true
+	gates.ExecutionAttemptsTracking = true
 	env := framework.StartEnv(t, gates)
 	ctx := context.Background()
 	update := func(t *testing.T, ns, name string, edit func(*api.JobSet)) error {

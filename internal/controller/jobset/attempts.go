@@ -6,18 +6,18 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
 
-// countExecution keeps status.executionAttempts (upstream KEP-1282): it
-// starts at status.restarts the first time the JobSet runs (0 for a new
-// one; restarts for one that ran before this controller counted), and
-// rises by one when a suspended JobSet resumes. Restarts add theirs in
-// applyFailurePolicy. Each step is tied to a change written in the same
-// status update (the Suspended condition, restarts), so a retried
-// reconcile never counts twice.
+// countExecution keeps status.executionAttempts as upstream counts them
+// (KEP-1282, #1283): it starts at status.restarts the first time the
+// JobSet runs (0 for a new one; restarts for one that ran before attempts
+// were counted), never while it is suspended, and rises by one when a
+// suspended JobSet resumes. Restarts add theirs in applyFailurePolicy.
+// Each step is tied to a change written in the same status update (the
+// Suspended condition, restarts), so a retried reconcile never counts twice.
 func countExecution(js *api.JobSet, status *api.JobSetStatus) {
 	suspended := ptr.Deref(js.Spec.Suspend, false)
 	switch {
 	case status.ExecutionAttempts == nil:
-		if !suspended || status.Restarts > 0 {
+		if !suspended {
 			status.ExecutionAttempts = ptr.To(status.Restarts)
 		}
 	case !suspended && conditionTrue(&js.Status, api.JobSetSuspended):

@@ -26,6 +26,8 @@ func TestCountExecution(t *testing.T) {
 		{name: "created suspended: unset until it runs", suspend: true, condition: suspendedCond},
 		{name: "first resume of a JobSet created suspended is its first start", attempts: nil, condition: suspendedCond, want: ptr.To(int32(0))},
 		{name: "upgrade from nil keeps attempts >= restarts", restarts: 3, want: ptr.To(int32(3))},
+		{name: "upgrade from nil while suspended: counted on resume, as upstream", suspend: true, restarts: 3, condition: suspendedCond},
+		{name: "that resume", restarts: 3, condition: suspendedCond, want: ptr.To(int32(3))},
 		{name: "resume after a suspend counts once", attempts: ptr.To(int32(2)), condition: suspendedCond, want: ptr.To(int32(3))},
 		{name: "steady state changes nothing", attempts: ptr.To(int32(2)), want: ptr.To(int32(2))},
 		{name: "still suspended changes nothing", suspend: true, attempts: ptr.To(int32(2)), condition: suspendedCond, want: ptr.To(int32(2))},
