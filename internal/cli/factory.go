@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -20,6 +23,50 @@ type Factory struct {
 	Out, Err io.Writer
 	// HomeDir overrides $MULTISLICE_HOME (tests).
 	HomeDir string
+	// Kubeconfig and Context are kubectl's --kubeconfig and --context: the
+	// cluster the workload commands (workload, status JOBSET, logs,
+	// dashboard) talk to instead of the local one.
+	Kubeconfig, Context string
+}
+
+// BindClientFlags defines --kubeconfig and --context on fl (the root's
+// persistent flags), as kubectl has them.
+func (f *Factory) BindClientFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster workload commands talk to (default: $KUBECONFIG, else the local cluster's)")
+	fl.StringVar(&f.Context, "context", "", "kubeconfig context to use (default: its current context)")
+}
+
+// external: a kubeconfig was named (--kubeconfig, --context, $KUBECONFIG),
+// so workload commands talk to its cluster rather than the local one.
+func (f *Factory) external() bool {
+	return f.Kubeconfig != "" || f.Context != "" || os.Getenv("KUBECONFIG") != ""
+}
+
+// clientConfig is kubectl's reading of the kubeconfig: --kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config; --context over its current context.
+func (f *Factory) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if !f.external() {
+		if h, err := f.Home(); err == nil {
+			rules.ExplicitPath = h.Kubeconfig()
+		}
+	}
+	if f.Kubeconfig != "" {
+		rules.ExplicitPath = f.Kubeconfig
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.Context})
+}
+
+// Namespace is ns when given (-n), else the context's namespace, as kubectl
+// chooses it, else "default".
+func (f *Factory) Namespace(ns string) string {
+	if ns != "" {
+		return ns
+	}
+	if n, _, err := f.clientConfig().Namespace(); err == nil && n != "" {
+		return n
+	}
+	return corev1.NamespaceDefault
 }
 
 // NewFactory uses the process's stdout and stderr.
@@ -34,11 +81,10 @@ func (f *Factory) Home() (localcluster.Home, error) {
 }
 
 // WorkloadConfig is the cluster that workload commands talk to: the one
-// $KUBECONFIG names, else the local cluster.
+// --kubeconfig, --context or $KUBECONFIG names, else the local cluster.
 func (f *Factory) WorkloadConfig() (*rest.Config, error) {
-	if os.Getenv("KUBECONFIG") != "" {
-		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if f.external() {
+		return f.clientConfig().ClientConfig()
 	}
 	_, cfg, err := f.Client()
 	return cfg, err
@@ -60,4 +106,11 @@ func (f *Factory) Client() (kubernetes.Interface, *rest.Config, error) {
 	cfg.QPS, cfg.Burst = 200, 400
 	client, err := kubernetes.NewForConfig(cfg)
 	return client, cfg, err
+}
+
+// IsTerminal: w is a terminal (not a pipe or a file), so that a command may
+// redraw it.
+func IsTerminal(w io.Writer) bool {
+	file, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
 }

@@ -33,6 +33,7 @@ sees the container exit, and the JobSet's failure policy restarts it.`,
 			if slice < 0 || worker < 0 {
 				return fmt.Errorf("--slice and --worker are required: the worker to kill (see multislice status %s)", args[0])
 			}
+			ns = f.Namespace(ns)
 			client, _, err := f.Client()
 			if err != nil {
 				return err
@@ -69,7 +70,7 @@ sees the container exit, and the JobSet's failure policy restarts it.`,
 			return fmt.Errorf("JobSet %s/%s has no running worker %d of slice %d", ns, args[0], worker, slice)
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the JobSet")
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace of the JobSet (default: the context's)")
 	cmd.Flags().IntVar(&slice, "slice", -1, "the worker's slice (the child Job's global index)")
 	cmd.Flags().IntVar(&worker, "worker", -1, "the worker's index in its slice (TPU_WORKER_ID)")
 	return cmd

@@ -62,12 +62,12 @@ func NewCmdLogs(f *cli.Factory) *cobra.Command {
   multislice logs multislice-job -p                    before the last in-place restart`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.JobSet = args[0]
+			o.JobSet, o.Namespace = args[0], f.Namespace(o.Namespace)
 			return Run(cmd.Context(), f, o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.Namespace, "namespace", "n", "default", "namespace of the JobSet")
+	fl.StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the JobSet (default: the context's)")
 	fl.IntVar(&o.Slice, "slice", -1, "only this slice (the child Job's global index, as in `multislice status JOBSET`)")
 	fl.IntVar(&o.Worker, "worker", -1, "only this worker of each slice (TPU_WORKER_ID)")
 	fl.StringVarP(&o.Container, "container", "c", "", "container (default: the pod's default container, else its first)")

@@ -81,8 +81,11 @@ func RunJobSet(ctx context.Context, f *cli.Factory, namespace, name, output stri
 				return err
 			}
 		} else {
-			if watch {
+			switch {
+			case watch && cli.IsTerminal(f.Out):
 				fmt.Fprint(f.Out, "\033[H\033[2J") // clear the terminal between frames
+			case watch:
+				fmt.Fprintf(f.Out, "--- %s\n", time.Now().Format("15:04:05")) // a pipe gets frames, not control codes
 			}
 			Print(f.Out, v)
 		}

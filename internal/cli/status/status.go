@@ -39,7 +39,7 @@ func NewCmdStatus(f *cli.Factory) *cobra.Command {
 				return err
 			}
 			if len(args) == 1 {
-				return RunJobSet(cmd.Context(), f, ns, args[0], output, watch)
+				return RunJobSet(cmd.Context(), f, f.Namespace(ns), args[0], output, watch)
 			}
 			if watch {
 				return fmt.Errorf("--watch follows one JobSet: name it (multislice status JOBSET -w)")
@@ -47,7 +47,7 @@ func NewCmdStatus(f *cli.Factory) *cobra.Command {
 			return Run(cmd.Context(), f, output)
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the JobSet")
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace of the JobSet (default: the context's)")
 	cli.OutputFlag(cmd, &output)
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "redraw every two seconds")
 	return cmd

@@ -62,6 +62,7 @@ func newCmdCreate(f *cli.Factory) *cobra.Command {
 			}
 			o.spec.RestartOnExitCodes = o.exitCode
 			o.spec.TTLSecondsAfterFinished = &o.ttl
+			o.spec.Namespace = f.Namespace(o.spec.Namespace)
 			return runCreate(cmd.Context(), f, o)
 		},
 	}
@@ -80,7 +81,7 @@ func newCmdCreate(f *cli.Factory) *cobra.Command {
 	fl.Int32Var(&o.ttl, "ttl-seconds-after-finished", 43200, "delete the finished workload after this many seconds (as xpk: 12 h)")
 	fl.StringVar(&o.spec.ShmSize, "shm-size", "", "size of a memory-backed /dev/shm, e.g. 16Gi (default: the runtime's 64 MiB)")
 	fl.Int64Var(&o.spec.GracePeriod, "termination-grace-period-seconds", 30, "how long pods get to stop on a restart")
-	fl.StringVarP(&o.spec.Namespace, "namespace", "n", "default", "namespace")
+	fl.StringVarP(&o.spec.Namespace, "namespace", "n", "", "namespace (default: the context's)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "print the JobSet instead of creating it")
 	fl.StringVarP(&o.output, "output", "o", "", "output format of --dry-run: yaml (default) or json")
 	_ = cmd.MarkFlagRequired("tpu-type")
@@ -155,7 +156,7 @@ func newCmdList(f *cli.Factory) *cobra.Command {
 				return err
 			}
 			var list api.JobSetList
-			if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+			if err := c.List(cmd.Context(), &list, client.InNamespace(f.Namespace(ns))); err != nil {
 				return err
 			}
 			items := make([]listed, 0, len(list.Items))
@@ -188,7 +189,7 @@ func newCmdList(f *cli.Factory) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the context's)")
 	cli.OutputFlag(cmd, &output)
 	return cmd
 }
@@ -204,7 +205,7 @@ func newCmdDelete(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: ns}}
+			js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: f.Namespace(ns)}}
 			if err := c.Delete(cmd.Context(), js, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 				return fmt.Errorf("delete workload %s: %w", args[0], err)
 			}
@@ -212,6 +213,6 @@ func newCmdDelete(f *cli.Factory) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace")
+	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the context's)")
 	return cmd
 }
