@@ -310,7 +310,7 @@ func slimPod(obj any) (any, error) {
 	if n := jobsetcontroller.MaxRestartCount(&p.Status); n > 0 {
 		slim.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: n}}
 	}
-	for _, key := range []string{batchv1.JobNameLabel, "job-name", api.JobSetNameKey, api.RestartsKey} {
+	for _, key := range []string{batchv1.JobNameLabel, api.LegacyJobNameLabel, api.JobSetNameKey, api.RestartsKey} {
 		if v, ok := p.Labels[key]; ok {
 			slim.Labels[key] = v
 		}

@@ -73,7 +73,7 @@ func ObserveJobSetStatus(js *api.JobSet, old *api.JobSetStatus, now time.Time) {
 			failed.WithLabelValues(js.Name, js.Namespace).Inc()
 		}
 	}
-	before, after := condition(old, "RestartingJobSet"), condition(&js.Status, "RestartingJobSet")
+	before, after := condition(old, string(api.JobSetRestartingJobSet)), condition(&js.Status, string(api.JobSetRestartingJobSet))
 	if js.Status.Restarts > old.Restarts && after != nil {
 		restarts.WithLabelValues(js.Namespace, after.Reason).Inc()
 	}

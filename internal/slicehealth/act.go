@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 )
 
@@ -59,7 +60,7 @@ func (r *Reconciler) releaseStrandedPods(ctx context.Context, j *batchv1.Job, no
 		}
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{"job-name": j.Name}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{api.LegacyJobNameLabel: j.Name}); err != nil {
 		return err
 	}
 	for i := range pods.Items {

@@ -26,7 +26,7 @@ import (
 
 // Reason is the reason of the Failed condition slice health writes on a
 // child Job whose slice went bad.
-const Reason = "SliceUnhealthy"
+const Reason = api.SliceUnhealthyReason
 
 // domainIndex indexes child Jobs by the domain placement pinned them to,
 // "<exclusive key>=<value>", the node label that selects the slice's hosts.

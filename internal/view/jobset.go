@@ -68,7 +68,7 @@ func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []c
 		}
 		idx, _ := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
 		attempt, _ := strconv.Atoi(p.Labels[api.RestartsKey])
-		byJob[p.Labels["job-name"]] = append(byJob[p.Labels["job-name"]], Worker{
+		byJob[p.Labels[api.LegacyJobNameLabel]] = append(byJob[p.Labels[api.LegacyJobNameLabel]], Worker{
 			Index: idx, Pod: p.Name, Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Attempt: attempt,
 			InPlaceAttempt: p.Annotations[api.InPlaceRestartAttemptKey],
 		})

@@ -33,7 +33,7 @@ type Entry struct {
 
 // kindOf sorts the JobSet's events by reason.
 var kindOf = map[string]string{
-	"SliceUnhealthy":                                  EntryFault, // slice health (slicehealth.Reason)
+	api.SliceUnhealthyReason:                          EntryFault,
 	api.FailedJobsReason:                              EntryFault,
 	api.FailJobSetActionReason:                        EntryFault,
 	api.ReachedMaxRestartsReason:                      EntryFault,
@@ -42,8 +42,8 @@ var kindOf = map[string]string{
 	api.RestartJobActionReason:                        EntryRestart,
 	api.RestartJobAndIgnoreMaxRestartsActionReason:    EntryRestart,
 	api.JobsReadyReason:                               EntryRecovered,
-	"DomainsAssigned":                                 EntryPlaced,
-	"InsufficientCapacity":                            EntryWaiting,
+	api.DomainsAssignedReason:                         EntryPlaced,
+	api.InsufficientCapacityReason:                    EntryWaiting,
 }
 
 // Timeline is a JobSet's restarts and placements, oldest first, from its

@@ -36,6 +36,13 @@ const (
 	// DeadlineExceededReason: spec.activeDeadlineSeconds ran out (KEP-1186).
 	DeadlineExceededReason = "DeadlineExceeded"
 
+	// SliceUnhealthyReason: slice health failed a Job whose slice broke.
+	SliceUnhealthyReason = "SliceUnhealthy"
+	// DomainsAssignedReason and InsufficientCapacityReason are placement's
+	// (condition TopologyAssigned).
+	DomainsAssignedReason      = "DomainsAssigned"
+	InsufficientCapacityReason = "InsufficientCapacity"
+
 	FailJobSetActionReason  = "FailJobSetFailurePolicyAction"
 	FailJobSetActionMessage = "applying FailJobSet failure policy action"
 

@@ -67,3 +67,10 @@ const (
 // AssignedDomainAnnotation on a child Job names the topology domain (e.g.
 // the node pool) slice-aware placement gave it (Multislice's own).
 const AssignedDomainAnnotation = "multislice.dev/assigned-domain"
+
+// Labels the Job API puts on a Job's pods besides batch/v1's prefixed
+// ones (it writes both; older clusters only these).
+const (
+	LegacyJobNameLabel       = "job-name"
+	LegacyControllerUIDLabel = "controller-uid"
+)

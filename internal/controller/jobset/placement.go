@@ -159,7 +159,7 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 		p.waiting[name] = me
 		plan.Create, plan.Resume = nil, nil
 		plan.RequeueAfter = waitingRequeue
-		e.put(TopologyAssigned, metav1.ConditionFalse, "InsufficientCapacity", result.Why, corev1.EventTypeWarning)
+		e.put(TopologyAssigned, metav1.ConditionFalse, api.InsufficientCapacityReason, result.Why, corev1.EventTypeWarning)
 	} else {
 		delete(p.waiting, name)
 		p.held[name] = mine
@@ -171,7 +171,7 @@ func (p *Placer) Place(ctx context.Context, js *api.JobSet, plan *Plan) error {
 			j.Spec.Template.Spec.NodeSelector = merge(j.Spec.Template.Spec.NodeSelector, map[string]string{key: d})
 			j.Annotations = merge(j.Annotations, map[string]string{api.AssignedDomainAnnotation: d})
 		}
-		e.set(TopologyAssigned, metav1.ConditionTrue, "DomainsAssigned",
+		e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason,
 			fmt.Sprintf("each child Job has its own %s: %s", key, summary(p.held[name])), corev1.EventTypeNormal)
 	}
 	plan.Events = append(plan.Events, e.events...)

@@ -317,7 +317,7 @@ func jobControllerLabels(j *batchv1.Job) map[string]string {
 	out := map[string]string{}
 	for k, v := range j.Spec.Template.Labels {
 		_, selected := selector[k]
-		if selected || k == batchv1.JobNameLabel || k == batchv1.ControllerUidLabel || k == "job-name" || k == "controller-uid" {
+		if selected || k == batchv1.JobNameLabel || k == batchv1.ControllerUidLabel || k == api.LegacyJobNameLabel || k == api.LegacyControllerUIDLabel {
 			out[k] = v
 		}
 	}

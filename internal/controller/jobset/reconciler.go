@@ -316,7 +316,7 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		if p.DeletePodsGrace != nil {
 			pods := &corev1.Pod{}
 			err := r.Client.DeleteAllOf(ctx, pods, client.InNamespace(j.Namespace),
-				client.MatchingLabels{"job-name": j.Name}, client.GracePeriodSeconds(*p.DeletePodsGrace))
+				client.MatchingLabels{api.LegacyJobNameLabel: j.Name}, client.GracePeriodSeconds(*p.DeletePodsGrace))
 			if err != nil {
 				return fmt.Errorf("delete pods: %w", err)
 			}
