@@ -11,6 +11,9 @@ package agent
 import (
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
 
@@ -105,4 +108,29 @@ func Bypass(js *api.JobSet) bool {
 // AttemptPatch is the merge patch that writes a pod's attempt.
 func AttemptPatch(n int32) []byte {
 	return []byte(`{"metadata":{"annotations":{"` + api.InPlaceRestartAttemptKey + `":"` + strconv.Itoa(int(n)) + `"}}}`)
+}
+
+// PodAttempt reads the annotation the agent writes: nil when absent or
+// not a whole number 0 or more.
+func PodAttempt(annotations map[string]string) *int32 {
+	v, ok := annotations[api.InPlaceRestartAttemptKey]
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return nil
+	}
+	return ptr.To(int32(n))
+}
+
+// MaxRestartCount is the highest restartCount of a pod's containers.
+func MaxRestartCount(st *corev1.PodStatus) int32 {
+	var n int32
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for _, c := range list {
+			n = max(n, c.RestartCount)
+		}
+	}
+	return n
 }

@@ -65,3 +65,20 @@ func TestOptionsCheck(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestPodAttempt(t *testing.T) {
+	for v, want := range map[string]int32{"0": 0, "7": 7, "-1": -1, "x": -1, "": -1} {
+		got := PodAttempt(map[string]string{api.InPlaceRestartAttemptKey: v})
+		if n := int32(-1); got != nil {
+			n = *got
+			if n != want {
+				t.Errorf("%q: %d, want %d", v, n, want)
+			}
+		} else if want != -1 {
+			t.Errorf("%q: none, want %d", v, want)
+		}
+	}
+	if PodAttempt(nil) != nil {
+		t.Error("no annotation: an attempt")
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/dashboard"
@@ -307,7 +308,7 @@ func slimPod(obj any) (any, error) {
 	if v, ok := p.Annotations[api.InPlaceRestartAttemptKey]; ok {
 		slim.Annotations = map[string]string{api.InPlaceRestartAttemptKey: v}
 	}
-	if n := jobsetcontroller.MaxRestartCount(&p.Status); n > 0 {
+	if n := agent.MaxRestartCount(&p.Status); n > 0 {
 		slim.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: n}}
 	}
 	for _, key := range []string{batchv1.JobNameLabel, api.LegacyJobNameLabel, api.JobSetNameKey, api.RestartsKey} {

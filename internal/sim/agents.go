@@ -23,7 +23,6 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/cmdline"
-	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
@@ -169,7 +168,7 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := a.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[api.JobSetNameKey]}, &js); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	n := jobsetcontroller.MaxRestartCount(&pod.Status)
+	n := agent.MaxRestartCount(&pod.Status)
 	a.mu.Lock()
 	ag := a.agents[pod.UID]
 	switch {
@@ -177,7 +176,7 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 		// First sight (also after this process restarted): the agent
 		// already running in the pod has written what it knows.
 		ag = &podAgent{incarnation: n}
-		ag.state.Attempt = jobsetcontroller.PodAttempt(pod.Annotations)
+		ag.state.Attempt = agent.PodAttempt(pod.Annotations)
 		ag.state.Released = Released(&pod.Status)
 		a.agents[pod.UID] = ag
 	case ag.incarnation != n:

@@ -3,7 +3,6 @@ package jobset
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/agent"
 )
 
 // DefaultAgentTimeout is how long an in-place restart may make no progress
@@ -29,31 +29,6 @@ type InPlacePod struct {
 	Restarts int32
 }
 
-// PodAttempt reads the annotation the agent writes: nil when absent or
-// not a whole number 0 or more.
-func PodAttempt(annotations map[string]string) *int32 {
-	v, ok := annotations[api.InPlaceRestartAttemptKey]
-	if !ok {
-		return nil
-	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n < 0 {
-		return nil
-	}
-	return ptr.To(int32(n))
-}
-
-// MaxRestartCount is the highest restartCount of a pod's containers.
-func MaxRestartCount(st *corev1.PodStatus) int32 {
-	var n int32
-	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
-		for _, c := range list {
-			n = max(n, c.RestartCount)
-		}
-	}
-	return n
-}
-
 // agentStarted: the pod's agent runs, or has run, in this pod. A real
 // kubelet keeps a pod Pending while its agent holds the barrier (the
 // sidecar's startup probe has not passed, so the pod is not initialized):
@@ -65,7 +40,7 @@ func agentStarted(p *corev1.Pod) bool {
 	case corev1.PodRunning:
 		return true
 	case corev1.PodPending:
-		return p.Spec.NodeName != "" && PodAttempt(p.Annotations) != nil
+		return p.Spec.NodeName != "" && agent.PodAttempt(p.Annotations) != nil
 	}
 	return false
 }

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/metrics"
 )
@@ -149,11 +150,11 @@ func batchedOwnerJobSet(period time.Duration) handler.EventHandler {
 }
 
 var inPlaceProgress = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool { return PodAttempt(e.Object.GetAnnotations()) != nil },
-	DeleteFunc: func(e event.DeleteEvent) bool { return PodAttempt(e.Object.GetAnnotations()) != nil },
+	CreateFunc: func(e event.CreateEvent) bool { return agent.PodAttempt(e.Object.GetAnnotations()) != nil },
+	DeleteFunc: func(e event.DeleteEvent) bool { return agent.PodAttempt(e.Object.GetAnnotations()) != nil },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		a, b := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-		return !ptr.Equal(PodAttempt(a.Annotations), PodAttempt(b.Annotations)) || MaxRestartCount(&a.Status) != MaxRestartCount(&b.Status)
+		return !ptr.Equal(agent.PodAttempt(a.Annotations), agent.PodAttempt(b.Annotations)) || agent.MaxRestartCount(&a.Status) != agent.MaxRestartCount(&b.Status)
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
@@ -296,7 +297,7 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 			if p.DeletionTimestamp != nil || !agentStarted(p) || p.Labels[api.RestartsKey] != attempt {
 				continue // going, not started, or of a recreated attempt: no agent to wait for
 			}
-			o.Pods = append(o.Pods, InPlacePod{Name: p.Name, Attempt: PodAttempt(p.Annotations), Restarts: MaxRestartCount(&p.Status)})
+			o.Pods = append(o.Pods, InPlacePod{Name: p.Name, Attempt: agent.PodAttempt(p.Annotations), Restarts: agent.MaxRestartCount(&p.Status)})
 		}
 	}
 	if dnsHostnames(js) {
