@@ -35,12 +35,16 @@ type JobSet struct {
 
 // Slice is one child Job: its domain and its workers.
 type Slice struct {
-	Job           string   `json:"job"`
-	ReplicatedJob string   `json:"replicatedJob"`
-	Domain        string   `json:"domain"`
-	Index         int      `json:"index"`
-	Attempt       int      `json:"attempt"`
-	Workers       []Worker `json:"workers"`
+	Job           string `json:"job"`
+	ReplicatedJob string `json:"replicatedJob"`
+	Domain        string `json:"domain"`
+	// Slice is the Job's index across the JobSet (label job-global-index):
+	// its workers' MEGASCALE_SLICE_ID, and what `logs --slice` takes.
+	Slice int `json:"slice"`
+	// Index is the Job's index within its replicated job.
+	Index   int      `json:"index"`
+	Attempt int      `json:"attempt"`
+	Workers []Worker `json:"workers"`
 }
 
 // Worker is one pod of a slice.
@@ -78,18 +82,17 @@ func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []c
 			continue
 		}
 		idx, _ := strconv.Atoi(j.Labels[api.JobIndexKey])
+		global, err := strconv.Atoi(j.Labels[api.JobGlobalIndexKey])
+		if err != nil {
+			global = idx // a Job written before global indices: one replicated job
+		}
 		attempt, _ := strconv.Atoi(j.Labels[api.RestartsKey])
 		w := byJob[j.Name]
 		sort.Slice(w, func(a, b int) bool { return w[a].Index < w[b].Index })
 		v.Slices = append(v.Slices, Slice{Job: j.Name, ReplicatedJob: j.Labels[api.ReplicatedJobNameKey],
-			Domain: j.Annotations[api.AssignedDomainAnnotation], Index: idx, Attempt: attempt, Workers: w})
+			Domain: j.Annotations[api.AssignedDomainAnnotation], Slice: global, Index: idx, Attempt: attempt, Workers: w})
 	}
-	sort.Slice(v.Slices, func(a, b int) bool {
-		if v.Slices[a].ReplicatedJob != v.Slices[b].ReplicatedJob {
-			return v.Slices[a].ReplicatedJob < v.Slices[b].ReplicatedJob
-		}
-		return v.Slices[a].Index < v.Slices[b].Index
-	})
+	sort.Slice(v.Slices, func(a, b int) bool { return v.Slices[a].Slice < v.Slices[b].Slice })
 	sort.Slice(events, func(a, b int) bool { return eventTime(events[a]).Before(eventTime(events[b])) })
 	for _, e := range events[max(0, len(events)-8):] {
 		v.Events = append(v.Events, fmt.Sprintf("%s %s %s: %s", eventTime(e).Format("15:04:05"), e.Type, e.Reason, e.Message))

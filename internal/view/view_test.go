@@ -141,3 +141,22 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("events %q", v.Events)
 	}
 }
+
+// TestSummarizeSliceIdentity: with two replicated jobs, a slice is its
+// Job's global index (MEGASCALE_SLICE_ID, what `logs --slice` takes), in
+// that order.
+func TestSummarizeSliceIdentity(t *testing.T) {
+	js := testobj.NewJobSet("ns", "js").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 2, 1).Obj()
+	job := func(rjob string, index, global int) batchv1.Job {
+		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("js-%s-%d", rjob, index), Labels: map[string]string{
+			api.ReplicatedJobNameKey: rjob, api.JobIndexKey: fmt.Sprint(index), api.JobGlobalIndexKey: fmt.Sprint(global)}}}
+	}
+	v := Summarize(js, []batchv1.Job{job("workers", 1, 2), job("workers", 0, 1), job("driver", 0, 0)}, nil, nil)
+	var got []string
+	for _, s := range v.Slices {
+		got = append(got, fmt.Sprintf("%d=%s", s.Slice, s.Job))
+	}
+	if want := []string{"0=js-driver-0", "1=js-workers-0", "2=js-workers-1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("slices %q, want %q", got, want)
+	}
+}

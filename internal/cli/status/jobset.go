@@ -29,7 +29,7 @@ func Print(out io.Writer, v view.JobSet) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SLICE\tJOB\tNODE POOL\tWORKER\tPOD\tNODE\tPHASE\tATTEMPT")
 	for _, s := range v.Slices {
-		slice := fmt.Sprintf("%s-%d", s.ReplicatedJob, s.Index)
+		slice := fmt.Sprintf("slice-%d", s.Slice) // as logs prefixes its lines, and MEGASCALE_SLICE_ID
 		if len(s.Workers) == 0 {
 			fmt.Fprintf(w, "%s\t%s\t%s\t-\t-\t-\t-\t%d\n", slice, s.Job, dash(s.Domain), s.Attempt)
 		}
