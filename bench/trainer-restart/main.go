@@ -160,19 +160,14 @@ func hostLostRound(c *benchcluster.Cluster) ([]time.Duration, error) {
 	if out, err := c.Run("chaos", "fail-host", "--nodepool", pool, "--host", host); err != nil {
 		return nil, fmt.Errorf("chaos: %v\n%s", err, out)
 	}
-	var at []time.Time
-	mark := func(ok func() bool) error {
-		err := poll(3*time.Minute, ok)
-		at = append(at, time.Now())
-		return err
-	}
-	if err := mark(func() bool {
+	var m milestones
+	if err := m.wait(func() bool {
 		n, err := c.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		return err == nil && !nodeReady(n)
 	}); err != nil {
 		return nil, fmt.Errorf("NotReady: %w", err)
 	}
-	if err := mark(func() bool {
+	if err := m.wait(func() bool {
 		for _, p := range pods(ctx, c) {
 			if p.UID == coordinator.UID {
 				return false
@@ -182,7 +177,7 @@ func hostLostRound(c *benchcluster.Cluster) ([]time.Duration, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("slice failed: %w", err)
 	}
-	if err := mark(func() bool {
+	if err := m.wait(func() bool {
 		n := 0
 		for _, p := range pods(ctx, c) {
 			if _, _, _, ok := trainerTimes(ctx, c, p); ok && p.Annotations[api.InPlaceRestartAttemptKey] == "1" {
@@ -202,11 +197,7 @@ func hostLostRound(c *benchcluster.Cluster) ([]time.Duration, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("node %s Ready again: %w", node.Name, err)
 	}
-	split, prev := make([]time.Duration, len(at)), began
-	for i, t := range at {
-		split[i], prev = t.Sub(prev), t
-	}
-	return split, nil
+	return m.split(began), nil
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -241,13 +232,8 @@ func round(c *benchcluster.Cluster, file string, inPlace bool) ([]time.Duration,
 		was, kept := old[string(p.UID)]
 		return !kept || trainerStatus(p).RestartCount > was
 	}
-	var at []time.Time
-	mark := func(ok func() bool) error {
-		err := poll(3*time.Minute, ok)
-		at = append(at, time.Now())
-		return err
-	}
-	if err := mark(func() bool {
+	var m milestones
+	if err := m.wait(func() bool {
 		var now api.JobSet
 		if c.Objects.Get(ctx, client.ObjectKeyFromObject(js), &now) != nil {
 			return false
@@ -256,7 +242,7 @@ func round(c *benchcluster.Cluster, file string, inPlace bool) ([]time.Duration,
 	}); err != nil {
 		return nil, fmt.Errorf("detection: %w", err)
 	}
-	if err := mark(func() bool {
+	if err := m.wait(func() bool {
 		list, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=trainer"})
 		if err != nil {
 			return false
@@ -270,7 +256,7 @@ func round(c *benchcluster.Cluster, file string, inPlace bool) ([]time.Duration,
 	}); err != nil {
 		return nil, fmt.Errorf("stopping: %w", err)
 	}
-	if err := mark(func() bool {
+	if err := m.wait(func() bool {
 		n := 0
 		for _, p := range pods(ctx, c) {
 			if isNew(p) && (inPlace && agentRunning(p) || !inPlace && trainerRunning(p)) {
@@ -295,13 +281,8 @@ func round(c *benchcluster.Cluster, file string, inPlace bool) ([]time.Duration,
 	}); err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	at = append(at, latest(started), latest(loaded), latest(stepped))
-	split := make([]time.Duration, len(at))
-	prev := began
-	for i, t := range at {
-		split[i], prev = max(t.Sub(prev), 0), maxTime(prev, t)
-	}
-	return split, nil
+	m.at = append(m.at, latest(started), latest(loaded), latest(stepped))
+	return m.split(began), nil
 }
 
 // startTrainer creates the JobSet of file with no checkpoint, and returns
@@ -417,6 +398,27 @@ func poll(timeout time.Duration, ok func() bool) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
+}
+
+// milestones are the times a round saw each awaited state first.
+type milestones struct{ at []time.Time }
+
+// wait polls until ok, then records the time (also when it gave up).
+func (m *milestones) wait(ok func() bool) error {
+	err := poll(3*time.Minute, ok)
+	m.at = append(m.at, time.Now())
+	return err
+}
+
+// split is the time from began to the first milestone, then between
+// successive ones (never negative: the trainers' log times may precede the
+// API's observation of the state before them).
+func (m milestones) split(began time.Time) []time.Duration {
+	out, prev := make([]time.Duration, len(m.at)), began
+	for i, t := range m.at {
+		out[i], prev = max(t.Sub(prev), 0), maxTime(prev, t)
+	}
+	return out
 }
 
 func latest(ts []time.Time) time.Time { return slices.MaxFunc(ts, time.Time.Compare) }
