@@ -37,6 +37,7 @@ var kindOf = map[string]string{
 	api.FailedJobsReason:                              EntryFault,
 	api.FailJobSetActionReason:                        EntryFault,
 	api.ReachedMaxRestartsReason:                      EntryFault,
+	api.DeadlineExceededReason:                        EntryFault,
 	api.RestartJobSetActionReason:                     EntryRestart,
 	api.RestartJobSetAndIgnoreMaxRestartsActionReason: EntryRestart,
 	api.RestartJobActionReason:                        EntryRestart,
