@@ -13,11 +13,11 @@ var Layers = []struct {
 }{
 	{"api", []string{"api/", "config/"}},
 	{"facts", []string{"internal/gke", "internal/tpu", "internal/naming", "internal/features", "internal/metrics",
-		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj"}},
+		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj", "internal/podtemplate"}},
 	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
-		"internal/certs", "internal/workload"}},
+		"internal/certs", "internal/workload", "internal/agent"}},
 	{"install", []string{"internal/install", "internal/release", "internal/image"}},
-	{"manager", []string{"internal/manager", "internal/agent", "internal/dashboard"}},
+	{"manager", []string{"internal/manager", "internal/dashboard"}},
 	{"simulator", []string{"internal/sim"}},
 	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/", "examples/"}},
 }
