@@ -25,8 +25,8 @@ type Factory struct {
 	HomeDir string
 	// Kubeconfig and Context are kubectl's --kubeconfig and --context: the
 	// cluster the workload commands (workload, status JOBSET, logs,
-	// dashboard) talk to instead of the local one.
-	Kubeconfig, Context string
+	// dashboard) talk to instead of the local one; As is its --as.
+	Kubeconfig, Context, As string
 }
 
 // BindClientFlags defines --kubeconfig and --context on fl (the root's
@@ -34,12 +34,14 @@ type Factory struct {
 func (f *Factory) BindClientFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster workload commands talk to (default: $KUBECONFIG, else the local cluster's)")
 	fl.StringVar(&f.Context, "context", "", "kubeconfig context to use (default: its current context)")
+	fl.StringVar(&f.As, "as", "", "user to impersonate in workload commands, as kubectl --as")
 }
 
-// external: a kubeconfig was named (--kubeconfig, --context, $KUBECONFIG),
-// so workload commands talk to its cluster rather than the local one.
+// external: a kubeconfig was named (--kubeconfig, --context, $KUBECONFIG)
+// or --as given, so workload commands read the kubeconfig kubectl would
+// rather than take the local cluster's admin client.
 func (f *Factory) external() bool {
-	return f.Kubeconfig != "" || f.Context != "" || os.Getenv("KUBECONFIG") != ""
+	return f.Kubeconfig != "" || f.Context != "" || f.As != "" || os.Getenv("KUBECONFIG") != ""
 }
 
 // clientConfig is kubectl's reading of the kubeconfig: --kubeconfig, else
@@ -54,7 +56,9 @@ func (f *Factory) clientConfig() clientcmd.ClientConfig {
 	if f.Kubeconfig != "" {
 		rules.ExplicitPath = f.Kubeconfig
 	}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.Context})
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.Context}
+	overrides.AuthInfo.Impersonate = f.As
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 }
 
 // Namespace is ns when given (-n), else the context's namespace, as kubectl

@@ -41,9 +41,13 @@ current-context: a
 			}
 		})
 	}
+	f := &Factory{HomeDir: dir, Kubeconfig: kubeconfig, As: "alice"}
+	if cfg, err := f.WorkloadConfig(); err != nil || cfg.Impersonate.UserName != "alice" {
+		t.Errorf("--as alice: impersonating %+v (%v)", cfg, err)
+	}
 	// Nothing named: the local cluster's kubeconfig, whose context has no
 	// namespace.
-	f := &Factory{HomeDir: filepath.Join(dir, "no-cluster")}
+	f = &Factory{HomeDir: filepath.Join(dir, "no-cluster")}
 	if got := f.Namespace(""); got != "default" {
 		t.Errorf("local cluster: namespace %q, want default", got)
 	}
