@@ -31,9 +31,9 @@ import (
 // process that would run in it: the same protocol (agent.State), the same
 // pod annotation. What the process does to its own pod, the pod's kubelet
 // would write as the pod's status, and Agents writes that status itself,
-// write for write: the exit with the restart code is AgentRestartSteps, the
-// startup probe passing ReleaseSteps. A container restart (the pod's restart count)
-// starts a new agent, with empty memory, as in a real pod.
+// write for write: the exit with the restart code is AgentRestartSteps,
+// the startup probe passing ReleaseSteps. A container restart (the pod's
+// restart count) starts a new agent, with empty memory, as in a real pod.
 type Agents struct {
 	Config *rest.Config
 	// Cache is the process's cache (NewCache), started by the caller.

@@ -10,10 +10,11 @@ import (
 // restart agent, when the agent acts: the simulated agents write it
 // themselves, one status write per kubelet write, in the order a real
 // 1.37 kubelet writes them (recorded on the real hosts of `multislice up`;
-// docs/auto-repair.md), instead of signalling a kwok Stage. The shapes
-// match the Stages in stages.yaml. One difference stays: a real kubelet
-// reports a pod at the barrier as Pending (not initialized), the
-// simulation as Running, since kwok's Stages start every Pending pod.
+// docs/auto-repair.md), instead of signalling a kwok Stage. Two
+// differences stay: a real kubelet reports a pod at the barrier as Pending
+// (not initialized), the simulation as Running, since kwok's Stages start
+// every Pending pod; and kwok's Stage for a worker's own failure keeps its
+// exit code as the last state, where a real kubelet writes 137.
 
 // RestartingAllContainers is the last state a real kubelet gives every
 // container it removes for a RestartAllContainers rule, whichever exited.

@@ -25,9 +25,10 @@ func trackStart(js *api.JobSet, status *api.JobSetStatus, now time.Time) {
 
 // deadlineLeft is how long the JobSet may still run before
 // spec.activeDeadlineSeconds runs out: 0 or less once it has, and ok false
-// when no deadline counts (none set, or not running).
+// when no deadline counts (none set, or not running: trackStart cleared
+// startTime while suspended).
 func deadlineLeft(js *api.JobSet, status *api.JobSetStatus, now time.Time) (left time.Duration, ok bool) {
-	if js.Spec.ActiveDeadlineSeconds == nil || status.StartTime == nil || ptr.Deref(js.Spec.Suspend, false) {
+	if js.Spec.ActiveDeadlineSeconds == nil || status.StartTime == nil {
 		return 0, false
 	}
 	deadline := status.StartTime.Add(time.Duration(*js.Spec.ActiveDeadlineSeconds) * time.Second)
