@@ -4,6 +4,7 @@
 #   bin/etcd-<v>/etcd   bin/kwok-<v>/kwok
 #   real hosts: bin/kubelet-<k8s>/{kubelet,kube-proxy}  bin/containerd-<v>/{containerd,containerd-shim-runc-v2}
 #   bin/cni-plugins-<v>/{bridge,host-local,loopback}  bin/coredns-<v>/coredns
+#   bin/kueue-<v>/{kueue,config/} (up --kueue)
 #   bin/envtest-<k8s>-<etcd>/  (links for controller-runtime's KUBEBUILDER_ASSETS)
 # A directory that exists is complete (each is built in a temporary directory and
 # renamed), so a cached version is never rebuilt and an interrupted build never counts.
@@ -64,6 +65,23 @@ etcd_build() {
   go build -trimpath -ldflags "-s -w" -o "$1/etcd" .
 }
 
+# Kueue from its own module's go.mod, with the manifests `up --kueue` applies
+# (CRDs, webhooks, RBAC) copied from the same module version.
+kueue_build() {
+  local m=sigs.k8s.io/kueue src
+  GOBIN="$1" GOFLAGS=-trimpath go install -ldflags "-s -w -X $m/pkg/version.GitVersion=$KUEUE_VERSION" "$m/cmd/kueue@$KUEUE_VERSION"
+  src=$(go mod download -json "$m@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -d $src/config/components ]] || { echo "no config/components in $m@$KUEUE_VERSION ($src)" >&2; return 1; }
+  mkdir -p "$1/config"
+  cp "$src"/config/components/crd/bases/*.yaml "$src/config/components/webhook/manifests.yaml" "$1/config/"
+  cp "$src/config/components/crd/kustomization.yaml" "$1/config/crd-kustomization.yaml" # which CRDs convert
+  local r
+  for r in role role_binding manager_secrets_role manager_secrets_role_binding; do
+    cp "$src/config/components/rbac/$r.yaml" "$1/config/rbac-$r.yaml"
+  done
+  chmod -R u+w "$1/config"
+}
+
 kwok_build() {
   GOBIN="$1" GOFLAGS=-trimpath go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 }
@@ -81,4 +99,5 @@ build_into "$bin/kubelet-$KUBERNETES_VERSION" "kubelet, kube-proxy $KUBERNETES_V
 build_into "$bin/containerd-$CONTAINERD_VERSION" "containerd $CONTAINERD_VERSION (~2 min)" containerd_build
 build_into "$bin/cni-plugins-$CNI_PLUGINS_VERSION" "CNI plugins $CNI_PLUGINS_VERSION (~1 min)" cni_build
 build_into "$bin/coredns-$COREDNS_VERSION" "CoreDNS $COREDNS_VERSION (~3 min)" coredns_build
+build_into "$bin/kueue-$KUEUE_VERSION" "Kueue $KUEUE_VERSION (~7 min)" kueue_build
 build_into "$bin/envtest-$KUBERNETES_VERSION-$ETCD_VERSION" "envtest assets" envtest_links

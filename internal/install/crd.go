@@ -41,20 +41,35 @@ func CRD(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("install CRD %s: %w", want.Name, err)
 	}
-	// Established is not enough: discovery serves the new group a moment
-	// later, and a client that looks in between fails ("no matches").
+	return WaitServed(ctx, cfg, &want)
+}
+
+// WaitServed waits until every CRD is Established and discovery serves its
+// group. Established is not enough: discovery serves the new group a
+// moment later, and a client that looks in between fails ("no matches").
+func WaitServed(ctx context.Context, cfg *rest.Config, want ...*apiextensionsv1.CustomResourceDefinition) error {
+	client, err := apiextensions.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	gv := want.Spec.Group + "/" + want.Spec.Versions[0].Name
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		got, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
-		if err != nil || !established(got) {
-			return false, nil
+		for _, w := range want {
+			got, err := crds.Get(ctx, w.Name, metav1.GetOptions{})
+			if err != nil || !established(got) {
+				return false, nil
+			}
+			gv := w.Spec.Group + "/" + w.Spec.Versions[0].Name
+			list, err := dc.ServerResourcesForGroupVersion(gv)
+			if err != nil || len(list.APIResources) == 0 {
+				return false, nil
+			}
 		}
-		list, err := dc.ServerResourcesForGroupVersion(gv)
-		return err == nil && len(list.APIResources) > 0, nil
+		return true, nil
 	})
 }
 

@@ -22,10 +22,28 @@ import (
 
 // Manifest applies every object of a multi-document YAML manifest
 // (install.yaml) server-side, in order, as `kubectl apply --server-side`.
-// A kind the API does not serve yet (a CRD's, applied a moment before) is
-// found by discovering again. edit, if not nil, may change each object
-// before it is applied.
+// edit, if not nil, may change each object before it is applied.
 func Manifest(ctx context.Context, cfg *rest.Config, data []byte, edit func(*unstructured.Unstructured) error) error {
+	var objs []*unstructured.Unstructured
+	err := eachObject(data, func(u *unstructured.Unstructured) error {
+		if edit != nil {
+			if err := edit(u); err != nil {
+				return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+			}
+		}
+		objs = append(objs, u)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return Apply(ctx, cfg, "multislice", objs)
+}
+
+// Apply applies objs server-side, in order, as fieldManager, taking over
+// fields other managers own. A kind the API does not serve yet (a CRD's,
+// applied a moment before) is found by discovering again.
+func Apply(ctx context.Context, cfg *rest.Config, fieldManager string, objs []*unstructured.Unstructured) error {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -36,12 +54,7 @@ func Manifest(ctx context.Context, cfg *rest.Config, data []byte, edit func(*uns
 	}
 	cached := memory.NewMemCacheClient(dc)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
-	return eachObject(data, func(u *unstructured.Unstructured) error {
-		if edit != nil {
-			if err := edit(u); err != nil {
-				return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
-			}
-		}
+	for _, u := range objs {
 		gvk := u.GroupVersionKind()
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if meta.IsNoMatchError(err) {
@@ -55,11 +68,11 @@ func Manifest(ctx context.Context, cfg *rest.Config, data []byte, edit func(*uns
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			ri = client.Resource(mapping.Resource).Namespace(u.GetNamespace())
 		}
-		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "multislice", Force: true}); err != nil {
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
 			return fmt.Errorf("apply %s %s: %w", gvk.Kind, u.GetName(), err)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // eachObject calls do with each object of a multi-document YAML manifest,

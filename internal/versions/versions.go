@@ -23,6 +23,7 @@ var (
 	Containerd      = lookup("CONTAINERD_VERSION")
 	CNIPlugins      = lookup("CNI_PLUGINS_VERSION")
 	CoreDNS         = lookup("COREDNS_VERSION")
+	Kueue           = lookup("KUEUE_VERSION")
 )
 
 func lookup(key string) string {

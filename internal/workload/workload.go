@@ -55,6 +55,10 @@ type Spec struct {
 // QueueLabel is Kueue's label naming the LocalQueue of a workload.
 const QueueLabel = "kueue.x-k8s.io/queue-name"
 
+// PriorityClassLabel is Kueue's label naming a workload's
+// WorkloadPriorityClass (`multislice kueue init` makes one per priority).
+const PriorityClassLabel = "kueue.x-k8s.io/priority-class"
+
 // restartingExitCodes are xpk's: 42 (a deliberate restart) and 127-255
 // (command not found, killed by a signal: infrastructure, not the program).
 func restartingExitCodes(extra []int32) []int32 {
@@ -158,6 +162,9 @@ func Build(s Spec) (*api.JobSet, error) {
 	labels := map[string]string{Label: s.Name}
 	if s.QueueName != "" {
 		labels[QueueLabel] = s.QueueName
+		if s.Priority != "" {
+			labels[PriorityClassLabel] = s.Priority
+		}
 	}
 	return &api.JobSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: "JobSet"},

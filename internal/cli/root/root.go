@@ -13,6 +13,7 @@ import (
 	"github.com/multislice/multislice/internal/cli/dashboard"
 	"github.com/multislice/multislice/internal/cli/down"
 	"github.com/multislice/multislice/internal/cli/image"
+	"github.com/multislice/multislice/internal/cli/kueue"
 	"github.com/multislice/multislice/internal/cli/logs"
 	"github.com/multislice/multislice/internal/cli/manager"
 	"github.com/multislice/multislice/internal/cli/nodepool"
@@ -42,7 +43,7 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetErr(f.Err)
 	f.BindClientFlags(cmd.PersistentFlags())
 	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), up.NewCmdRegistry(f), image.NewCmdImage(f), agent.NewCmdAgent(f), logs.NewCmdLogs(f), dashboard.NewCmdDashboard(f))
+		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), up.NewCmdRegistry(f), image.NewCmdImage(f), agent.NewCmdAgent(f), logs.NewCmdLogs(f), dashboard.NewCmdDashboard(f), kueue.NewCmdKueue(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }

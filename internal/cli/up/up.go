@@ -17,6 +17,7 @@ import (
 	"github.com/multislice/multislice/internal/sim/cloud"
 	"github.com/multislice/multislice/internal/sim/fleet"
 	"github.com/multislice/multislice/internal/sim/localcluster"
+	"github.com/multislice/multislice/internal/versions"
 )
 
 // Options are the flags of `multislice up`.
@@ -31,6 +32,8 @@ type Options struct {
 	Manager string
 	// FeatureGates are passed to the manager, e.g. RestartJob=true.
 	FeatureGates string
+	// Kueue runs Kueue beside the manager.
+	Kueue bool
 	// RepairDelay is how long the simulated cloud takes to recreate a broken slice.
 	RepairDelay time.Duration
 }
@@ -65,6 +68,7 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	cmd.Flags().Bool("print-default-fleet", false, "print the default fleet config and exit")
 	cmd.Flags().DurationVar(&opts.RepairDelay, "repair-delay", 10*time.Second, "time the simulated cloud takes to recreate a broken slice")
 	cmd.Flags().StringVar(&opts.FeatureGates, "feature-gates", "", "feature gates of the Multislice manager, e.g. RestartJob=true,ElasticJobSet=true (see `multislice manager --help`)")
+	cmd.Flags().BoolVar(&opts.Kueue, "kueue", false, "also run Kueue ("+versions.Kueue+", its JobSet integration on); then `multislice kueue init` makes queues from the fleet")
 	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "do not install the JobSet CRD or start the Multislice manager")
 	cmd.Flags().StringVar(&opts.Manager, "manager", localcluster.ManagerOnHost, "where the manager runs: host (a process of this machine) or in-cluster (install.yaml applied: two replicas in pods on real hosts, from this binary's image pushed to the local registry; needs a fleet with a real CPU pool)")
 	return cmd
@@ -113,7 +117,7 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	res, err := localcluster.Up(ctx, localcluster.UpOptions{
 		Home: home, Binaries: localcluster.FindBinaries(), APIServerPort: opts.APIServerPort,
 		Fleet: cfg, Pools: pools, Exe: exe,
-		NoManager: opts.NoManager, Manager: opts.Manager, FeatureGates: opts.FeatureGates, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
+		NoManager: opts.NoManager, Manager: opts.Manager, FeatureGates: opts.FeatureGates, Kueue: opts.Kueue, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
 		Progress: f.Out,
 	})
 	for _, name := range res.Healed {

@@ -250,7 +250,10 @@ func (p *Placer) domains(ctx context.Context, key string, js *api.JobSet) (out [
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		d := j.Spec.Template.Spec.NodeSelector[key]
-		if d == "" || api.JobOutcome(j) != "" {
+		if d == "" || api.JobOutcome(j) != "" || ptr.Deref(j.Spec.Suspend, false) {
+			// A suspended Job (its JobSet queued or preempted by Kueue)
+			// holds no domain: its pods are gone or going, and those
+			// still stopping are occupants below. Resumed, it is placed again.
 			continue
 		}
 		if j.Labels[api.JobSetUIDKey] == string(js.UID) {

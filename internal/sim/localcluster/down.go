@@ -48,6 +48,9 @@ func Down(h Home) ([]StopReport, error) {
 	if err := h.cleanRealHosts(); err != nil {
 		return report, fmt.Errorf("every process stopped, but the real hosts' leftovers were not all removed: %w", err)
 	}
+	if err := removeKueueMetricsCerts(); err != nil {
+		return report, err
+	}
 	if len(busy) > 0 {
 		return report, fmt.Errorf("every process stopped, but ports %v are still in use by something else", busy)
 	}

@@ -45,6 +45,7 @@ var identities = []identity{
 	{name: "manager", commonName: ManagerUser},
 	{name: "coredns", commonName: coreDNSUser},
 	{name: "kube-proxy", commonName: "system:kube-proxy"}, // bound to system:node-proxier by RBAC's bootstrap
+	{name: "kueue", commonName: KueueUser},
 }
 
 // writePKI creates a fresh CA, the apiserver serving certificate, one client
@@ -90,6 +91,13 @@ func writePKI(dir string, realHosts []string) error {
 	// in front of it), and the API server's client identity towards them.
 	leaves["kubelet"] = &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "multislice-simulated-kubelet"},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	// Kueue's webhooks and metrics (up --kueue), on the loopback.
+	leaves["kueue-serving"] = &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "multislice-kueue"},
 		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,10 +32,12 @@ type UpOptions struct {
 	// where it runs otherwise (ManagerOnHost, ManagerInCluster).
 	NoManager    bool
 	Manager      string
-	FeatureGates string        // the manager's
-	RepairDelay  time.Duration // the simulated cloud's
-	Timeout      time.Duration // for the fleet to be Ready
-	Progress     io.Writer
+	FeatureGates string // the manager's
+	// Kueue runs Kueue as a component, with its JobSet integration.
+	Kueue       bool
+	RepairDelay time.Duration // the simulated cloud's
+	Timeout     time.Duration // for the fleet to be Ready
+	Progress    io.Writer
 }
 
 // UpResult is what Up did.
@@ -60,6 +63,11 @@ type UpResult struct {
 func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 	began := time.Now()
 	var res UpResult
+	if o.Kueue {
+		if _, err := os.Stat(o.Binaries.Kueue()); err != nil {
+			return res, fmt.Errorf("missing %s: build Kueue with `make binaries`", o.Binaries.Kueue())
+		}
+	}
 	r, err := Start(ctx, StartOptions{Home: o.Home, Binaries: o.Binaries, APIServerPort: o.APIServerPort, Progress: o.Progress,
 		RealHosts: RealHostNames(o.Pools),
 		BeforeControllers: func(ctx context.Context, r *Running) error {
@@ -107,6 +115,11 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 	}
 	if err := install.PriorityClasses(ctx, r.Client); err != nil {
 		return err
+	}
+	if o.Kueue {
+		if err := r.StartKueue(ctx, o.Binaries); err != nil {
+			return err
+		}
 	}
 	if !o.NoManager && o.Manager != ManagerInCluster {
 		if err := r.StartManager(ctx, o.Exe, o.FeatureGates, o.Fleet.Keys()); err != nil {

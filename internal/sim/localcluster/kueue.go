@@ -1,0 +1,207 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/multislice/multislice/internal/install"
+	"github.com/multislice/multislice/internal/kueue"
+	"github.com/multislice/multislice/internal/versions"
+)
+
+// KueueUser is the user the local Kueue authenticates as; `up --kueue`
+// grants it Kueue's shipped permissions (its ClusterRole and the Role on
+// its namespace's Secrets), nothing more.
+const KueueUser = "multislice-kueue"
+
+// kueueMetricsCerts is where Kueue reads its metrics server's certificate
+// when it does not make its own (it would make them for a Service's DNS
+// name, which the API server cannot check against a loopback URL): a
+// fixed path, outside the cluster's home. `up --kueue` writes it, `down`
+// removes it once no Kueue runs on the machine.
+const kueueMetricsCerts = "/etc/kueue/metrics/certs"
+
+// KueueDir holds Kueue's binary and the manifests copied from its module.
+func (b Binaries) KueueDir() string { return filepath.Join(b.Dir, "kueue-"+versions.Kueue) }
+func (b Binaries) Kueue() string    { return filepath.Join(b.KueueDir(), "kueue") }
+
+// StartKueue runs Kueue as one more component: its CRDs, its permissions
+// for KueueUser, its webhooks served on the loopback with a certificate
+// of the cluster's CA (only those of Kueue's and JobSet's objects: no
+// pod waits on it), the JobSet integration on; it returns once Kueue
+// serves its webhooks.
+func (r *Running) StartKueue(ctx context.Context, b Binaries) error {
+	h := r.Home
+	if _, err := os.Stat(b.Kueue()); err != nil {
+		return fmt.Errorf("missing %s: build it with `make binaries`", b.Kueue())
+	}
+	m, err := kueue.Load(filepath.Join(b.KueueDir(), "config"))
+	if err != nil {
+		return err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	webhook, metrics, probe := ports[0], ports[1], ports[2]
+	ca, err := os.ReadFile(h.pki("ca.crt"))
+	if err != nil {
+		return err
+	}
+	m.ServeAt("https://127.0.0.1:"+strconv.Itoa(webhook), ca)
+
+	r.say("installing Kueue %s: CRDs and permissions", versions.Kueue)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueue.Namespace}}
+	if _, err := r.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	crds := make([]runtime.Object, len(m.CRDs))
+	for i, c := range m.CRDs {
+		crds[i] = c
+	}
+	if err := apply(ctx, r, crds...); err != nil {
+		return err
+	}
+	if err := install.WaitServed(ctx, r.Config, m.CRDs...); err != nil {
+		return fmt.Errorf("Kueue's CRDs: %w", err)
+	}
+	if err := install.ApplyRBAC(ctx, r.Config, m.RBAC, kueue.Namespace, KueueUser); err != nil {
+		return fmt.Errorf("grant Kueue its permissions: %w", err)
+	}
+	if err := install.WaitAllowed(ctx, r.Client, KueueUser,
+		authorizationv1.ResourceAttributes{Verb: "update", Group: kueue.Group, Resource: "workloads", Subresource: "status"},
+		authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: kueue.Namespace}); err != nil {
+		return err
+	}
+	if err := h.writeKueueFiles(webhook, metrics, probe); err != nil {
+		return err
+	}
+	if err := r.launchEnv("kueue", b.Kueue(), []string{"--config=" + h.path("kueue.yaml")},
+		[]string{"KUBECONFIG=" + h.pki("kueue.kubeconfig")}, webhook, metrics, probe); err != nil {
+		return err
+	}
+	// readyz passes once the webhook server serves.
+	if err := r.WaitFor(ctx, "kueue", 90*time.Second, httpOK("http://127.0.0.1:"+strconv.Itoa(probe)+"/readyz", nil)); err != nil {
+		return err
+	}
+	return apply(ctx, r, m.Mutating, m.Validating)
+}
+
+// apply applies typed objects server-side.
+func apply(ctx context.Context, r *Running, objs ...runtime.Object) error {
+	us := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return err
+		}
+		us[i] = &unstructured.Unstructured{Object: m}
+		gvk := o.GetObjectKind().GroupVersionKind()
+		if gvk.Empty() {
+			return fmt.Errorf("%T has no apiVersion and kind", o)
+		}
+	}
+	return install.Apply(ctx, r.Config, "multislice", us)
+}
+
+// writeKueueFiles writes Kueue's configuration and its serving
+// certificates (the cluster CA's, for 127.0.0.1).
+func (h Home) writeKueueFiles(webhook, metrics, probe int) error {
+	cert, err := os.ReadFile(h.pki("kueue-serving.crt"))
+	if err != nil {
+		return err
+	}
+	key, err := os.ReadFile(h.pki("kueue-serving.key"))
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{h.path("kueue-certs"), kueueMetricsCerts} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(h.path("kueue.yaml"), []byte(kueueConfig(h.path("kueue-certs"), webhook, metrics, probe)), 0o600)
+}
+
+// kueueConfig is Kueue's Configuration for a local cluster: one replica
+// (no leader election), every server on the loopback, certificates given
+// rather than made, only the JobSet integration, and pods-ready
+// tracking, so that a JobSet admitted but not running (e.g. one
+// placement cannot place) gives its quota back.
+func kueueConfig(certDir string, webhook, metrics, probe int) string {
+	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: %s
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+metrics:
+  bindAddress: 127.0.0.1:%d
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+clientConnection:
+  qps: 50
+  burst: 100
+waitForPodsReady:
+  timeout: %s
+  blockAdmission: false
+  requeuingStrategy:
+    timestamp: Eviction
+    backoffBaseSeconds: 10
+    backoffMaxSeconds: 300
+integrations:
+  frameworks: [%s]
+featureGates:
+  VisibilityOnDemand: false
+`, kueue.Namespace, probe, metrics, webhook, certDir, KueuePodsReadyTimeout, kueue.Frameworks[0])
+}
+
+// KueuePodsReadyTimeout is how long a JobSet Kueue admitted may take to
+// have every pod ready before Kueue evicts it and requeues it.
+const KueuePodsReadyTimeout = 5 * time.Minute
+
+// removeKueueMetricsCerts removes kueueMetricsCerts when no Kueue runs
+// on the machine any more.
+func removeKueueMetricsCerts() error {
+	if anyProcessNamed("kueue") {
+		return nil
+	}
+	return os.RemoveAll(filepath.Dir(filepath.Dir(kueueMetricsCerts)))
+}
+
+// anyProcessNamed: a process of the machine runs a binary called name.
+func anyProcessNamed(name string) bool {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile("/proc/" + d.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == name {
+			return true
+		}
+	}
+	return false
+}
