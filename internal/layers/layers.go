@@ -16,7 +16,7 @@ var Layers = []struct {
 		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj", "internal/podtemplate"}},
 	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/workload", "internal/agent"}},
-	{"install", []string{"internal/install", "internal/release", "internal/image"}},
+	{"install", []string{"internal/install", "internal/release", "internal/image", "internal/kueue"}},
 	{"manager", []string{"internal/manager", "internal/dashboard"}},
 	{"simulator", []string{"internal/sim"}},
 	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/", "examples/"}},

@@ -1,12 +1,12 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -37,16 +37,48 @@ const kueueMetricsCerts = "/etc/kueue/metrics/certs"
 func (b Binaries) KueueDir() string { return filepath.Join(b.Dir, "kueue-"+versions.Kueue) }
 func (b Binaries) Kueue() string    { return filepath.Join(b.KueueDir(), "kueue") }
 
-// StartKueue runs Kueue as one more component: its CRDs, its permissions
-// for KueueUser, its webhooks served on the loopback with a certificate
-// of the cluster's CA (only those of Kueue's and JobSet's objects: no
-// pod waits on it), the JobSet integration on; it returns once Kueue
-// serves its webhooks.
+// InstallKueue puts Kueue's CRDs, namespace and permissions (for
+// KueueUser) into the cluster. It runs before the controllers start, so
+// that the garbage collector knows Workloads from its first discovery:
+// installed later, a deleted JobSet's Workload (and the quota it holds)
+// went only at the collector's next discovery, 15-30 s later.
+func (r *Running) InstallKueue(ctx context.Context, b Binaries) error {
+	m, err := kueue.Load(filepath.Join(b.KueueDir(), "config"))
+	if err != nil {
+		return err
+	}
+	r.say("installing Kueue %s: CRDs and permissions", versions.Kueue)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueue.Namespace}}
+	if _, err := r.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// Conversion is pointed at Kueue's webhook when Kueue starts; until
+	// then nothing reads an old version.
+	crds := make([]runtime.Object, len(m.CRDs))
+	for i, c := range m.CRDs {
+		crds[i] = c
+	}
+	if err := apply(ctx, r, crds...); err != nil {
+		return err
+	}
+	if err := install.WaitServed(ctx, r.Config, m.CRDs...); err != nil {
+		return fmt.Errorf("Kueue's CRDs: %w", err)
+	}
+	if err := install.ApplyRBAC(ctx, r.Config, m.RBAC, kueue.Namespace, KueueUser); err != nil {
+		return fmt.Errorf("grant Kueue its permissions: %w", err)
+	}
+	return install.WaitAllowed(ctx, r.Client, KueueUser,
+		authorizationv1.ResourceAttributes{Verb: "update", Group: kueue.Group, Resource: "workloads", Subresource: "status"},
+		authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: kueue.Namespace})
+}
+
+// StartKueue runs Kueue as one more component, its webhooks served on the
+// loopback with a certificate of the cluster's CA (only those of Kueue's
+// and JobSet's objects: no pod waits on it) and the CRDs' conversion
+// pointed at it, the JobSet integration on; it returns once Kueue serves
+// its webhooks.
 func (r *Running) StartKueue(ctx context.Context, b Binaries) error {
 	h := r.Home
-	if _, err := os.Stat(b.Kueue()); err != nil {
-		return fmt.Errorf("missing %s: build it with `make binaries`", b.Kueue())
-	}
 	m, err := kueue.Load(filepath.Join(b.KueueDir(), "config"))
 	if err != nil {
 		return err
@@ -61,30 +93,6 @@ func (r *Running) StartKueue(ctx context.Context, b Binaries) error {
 		return err
 	}
 	m.ServeAt("https://127.0.0.1:"+strconv.Itoa(webhook), ca)
-
-	r.say("installing Kueue %s: CRDs and permissions", versions.Kueue)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueue.Namespace}}
-	if _, err := r.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	crds := make([]runtime.Object, len(m.CRDs))
-	for i, c := range m.CRDs {
-		crds[i] = c
-	}
-	if err := apply(ctx, r, crds...); err != nil {
-		return err
-	}
-	if err := install.WaitServed(ctx, r.Config, m.CRDs...); err != nil {
-		return fmt.Errorf("Kueue's CRDs: %w", err)
-	}
-	if err := install.ApplyRBAC(ctx, r.Config, m.RBAC, kueue.Namespace, KueueUser); err != nil {
-		return fmt.Errorf("grant Kueue its permissions: %w", err)
-	}
-	if err := install.WaitAllowed(ctx, r.Client, KueueUser,
-		authorizationv1.ResourceAttributes{Verb: "update", Group: kueue.Group, Resource: "workloads", Subresource: "status"},
-		authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: kueue.Namespace}); err != nil {
-		return err
-	}
 	if err := h.writeKueueFiles(webhook, metrics, probe); err != nil {
 		return err
 	}
@@ -96,7 +104,13 @@ func (r *Running) StartKueue(ctx context.Context, b Binaries) error {
 	if err := r.WaitFor(ctx, "kueue", 90*time.Second, httpOK("http://127.0.0.1:"+strconv.Itoa(probe)+"/readyz", nil)); err != nil {
 		return err
 	}
-	return apply(ctx, r, m.Mutating, m.Validating)
+	objs := []runtime.Object{m.Mutating, m.Validating}
+	for _, c := range m.CRDs {
+		if c.Spec.Conversion != nil {
+			objs = append(objs, c)
+		}
+	}
+	return apply(ctx, r, objs...)
 }
 
 // apply applies typed objects server-side.
@@ -192,14 +206,24 @@ func removeKueueMetricsCerts() error {
 	return os.RemoveAll(filepath.Dir(filepath.Dir(kueueMetricsCerts)))
 }
 
-// anyProcessNamed: a process of the machine runs a binary called name.
+// anyProcessNamed: a live process (not a zombie) of the machine runs a
+// binary called name.
 func anyProcessNamed(name string) bool {
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		if _, err := strconv.Atoi(d.Name()); err != nil {
 			continue
 		}
-		if comm, err := os.ReadFile("/proc/" + d.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == name {
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ...
+		open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if open < 0 || close < open || len(stat) < close+3 {
+			continue
+		}
+		if string(stat[open+1:close]) == name && stat[close+2] != 'Z' {
 			return true
 		}
 	}

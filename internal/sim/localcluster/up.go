@@ -71,6 +71,11 @@ func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 	r, err := Start(ctx, StartOptions{Home: o.Home, Binaries: o.Binaries, APIServerPort: o.APIServerPort, Progress: o.Progress,
 		RealHosts: RealHostNames(o.Pools),
 		BeforeControllers: func(ctx context.Context, r *Running) error {
+			if o.Kueue {
+				if err := r.InstallKueue(ctx, o.Binaries); err != nil {
+					return err
+				}
+			}
 			if o.NoManager {
 				return nil
 			}
