@@ -4,6 +4,9 @@ BIN      := $(CURDIR)/bin
 MULTISLICE := $(BIN)/multislice
 # Go files and the files they embed (stages, RBAC, versions, CRDs).
 GO_SOURCES := $(shell find . -name '*.go' -not -path './tools/*' -not -path './bin/*') $(shell find internal config api -type f -not -name '*.go') go.mod go.sum
+# Everything is compiled with CGO off, as the static multislice binary is, so that vet, the tests
+# and the control plane (hack/build-controlplane.sh) reuse one compilation of the packages they share.
+export CGO_ENABLED := 0
 # Where a test cluster's processes may run; CI has two cores, so e2e packages run one at a time.
 GOTEST_FLAGS ?= -count=1
 

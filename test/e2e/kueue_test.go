@@ -36,8 +36,9 @@ var (
 // v4-16 slices: quota for one seed JobSet): the second waits suspended and
 // runs when the first goes; a higher priority preempts it and it resumes
 // on healthy pools; a slice fault restarts it as without Kueue; `workload
-// create --kueue-queue` runs through Kueue; and a JobSet evicted and
-// re-admitted on another group's flavor keeps only that flavor's selector.
+// create --kueue-queue` runs through Kueue; a JobSet evicted and
+// re-admitted on another group's flavor keeps only that flavor's selector;
+// and a second cluster dispatches to this one through MultiKueue.
 func TestKueue(t *testing.T) {
 	framework.RequireE2E(t)
 	// The seed's fleet, with room for a second group's four pools.
@@ -144,6 +145,7 @@ capacity:
 	c.MustRun("workload", "delete", "xpk-run")
 
 	flavorChange(t, c, dyn)
+	multiKueue(t, c)
 }
 
 // flavorChange adds a second group (a flavor of its own), admits a seed
@@ -220,21 +222,21 @@ func flavorChange(t *testing.T, c *framework.Cluster, dyn dynamic.Interface) {
 	setActive(true)
 	waitPodsRunning(t, c, "seed-f", 8, 90*time.Second)
 	wantGroup("multislice-group-2")
+	if err := c.Objects.Delete(ctx, getJobSet(t, c, "seed-f"), client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
 }
 
-// TestMultiKueue: two local clusters, each with Kueue and the same queues;
-// `kueue connect` makes the first a MultiKueue manager of the second. A
-// seed JobSet submitted to the manager runs 8/8 on the worker, none of its
-// pods in the manager; its status (a restart, then success) comes back;
-// deleting it in the manager deletes it on the worker.
-func TestMultiKueue(t *testing.T) {
-	framework.RequireE2E(t)
+// multiKueue: a second local cluster with Kueue and the same queues;
+// `kueue connect` makes it a MultiKueue manager of worker (TestKueue's
+// cluster). A seed JobSet submitted to the manager runs 8/8 on the worker,
+// none of its pods in the manager; its status (a restart, then success)
+// comes back; deleting it in the manager deletes it on the worker.
+func multiKueue(t *testing.T, worker *framework.Cluster) {
 	fleet := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}")
-	worker, _ := framework.StartCluster(t, "--kueue", "--fleet", fleet)
-	worker.MustRun("kueue", "init")
 	mgr, _ := framework.StartCluster(t, "--kueue", "--fleet", fleet)
 	mgr.MustRun("kueue", "init")
-	out := mgr.MustRun("kueue", "connect", "--worker-kubeconfig", worker.Home+"/kubeconfig")
+	out := mgr.MustRun("kueue", "connect", "--worker-kubeconfig", filepath.Join(worker.Home, "kubeconfig"))
 	if !strings.Contains(out, "connected") {
 		t.Errorf("kueue connect: %s", out)
 	}
