@@ -20,6 +20,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
 
 // Namespace is where Kueue keeps its Secrets (MultiKueue's kubeconfigs).
@@ -28,13 +30,13 @@ const Namespace = "kueue-system"
 // Group is Kueue's API group.
 const Group = "kueue.x-k8s.io"
 
-// Frameworks are the Kueue integrations a Multislice cluster turns on.
-var Frameworks = []string{"jobset.x-k8s.io/jobset"}
+// Framework is the one Kueue integration a Multislice cluster turns on.
+var Framework = api.GroupVersion.Group + "/jobset"
 
 // servedGroups are the API groups whose admission webhooks are registered:
 // Kueue's own and JobSet's. Those of pods, Deployments and the other
 // frameworks are left out, so no pod's creation waits on Kueue.
-var servedGroups = []string{Group, "jobset.x-k8s.io"}
+var servedGroups = []string{Group, api.GroupVersion.Group}
 
 // namePrefix is what Kueue's kustomization prefixes every name with.
 const namePrefix = "kueue-"

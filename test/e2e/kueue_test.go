@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +26,9 @@ import (
 	"github.com/multislice/multislice/internal/workload"
 	"github.com/multislice/multislice/test/framework"
 )
+
+// podsReady is TestKueue's Kueue waitForPodsReady timeout.
+const podsReady = 20 * time.Second
 
 var (
 	workloadsGVR     = schema.GroupVersionResource{Group: kueue.Group, Version: "v1beta2", Resource: "workloads"}
@@ -54,7 +58,7 @@ capacity:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, out := framework.StartCluster(t, "--kueue", "--fleet", fleet)
+	c, out := framework.StartCluster(t, "--kueue", "--fleet", fleet, "--kueue-pods-ready-timeout", podsReady.String())
 	if !strings.Contains(out, "Kueue") {
 		t.Errorf("up --kueue does not say it installs Kueue:\n%s", out)
 	}
@@ -133,6 +137,8 @@ capacity:
 		t.Fatal(err)
 	}
 
+	notPlaceable(t, c, dyn)
+
 	// xpk's path: workload create --kueue-queue, with a priority.
 	out = c.MustRun("workload", "create", "xpk-run", "--tpu-type=v4-16", "--num-slices=2", "--command=sleep 3600",
 		"--kueue-queue="+kueue.LocalQueueName, "--priority=medium")
@@ -146,6 +152,44 @@ capacity:
 
 	flavorChange(t, c, dyn)
 	multiKueue(t, c)
+}
+
+// notPlaceable: a JobSet outside Kueue holds four of the group's five
+// pools; Kueue admits a queued one (its quota counts chips, not free
+// pools), placement holds it back and says why, and after the pods-ready
+// timeout Kueue evicts it, giving its quota back. When the pools free up
+// it is admitted again and runs.
+func notPlaceable(t *testing.T, c *framework.Cluster, dyn dynamic.Interface) {
+	ctx := context.Background()
+	squatter := seedCopy(t, "squatter", "") // no queue: not Kueue's
+	if err := c.Objects.Create(ctx, squatter); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsRunning(t, c, "squatter", 8, 90*time.Second)
+	if err := c.Objects.Create(ctx, queuedSeed(t, "stuck", "")); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		js := getJobSet(t, c, "stuck")
+		cond := meta.FindStatusCondition(js.Status.Conditions, "TopologyAssigned")
+		return !ptr.Deref(js.Spec.Suspend, true) && cond != nil && cond.Reason == api.InsufficientCapacityReason && strings.Contains(cond.Message, "multislice-group-1"),
+			fmt.Sprintf("suspend %v, conditions %+v", js.Spec.Suspend, js.Status.Conditions)
+	})
+	began := time.Now()
+	framework.Eventually(t, podsReady+30*time.Second, func(ctx context.Context) (bool, string) {
+		w := workloadOf(t, dyn, "stuck")
+		evicted := workloadCondition(w, "Evicted")
+		return evicted["status"] == "True" && evicted["reason"] == "PodsReadyTimeout" && ptr.Deref(getJobSet(t, c, "stuck").Spec.Suspend, false),
+			fmt.Sprintf("Workload's Evicted condition %v", evicted)
+	})
+	t.Logf("admitted, not placeable: evicted by Kueue %s after placement said why", time.Since(began).Round(time.Second))
+	if err := c.Objects.Delete(ctx, squatter, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsRunning(t, c, "stuck", 8, 90*time.Second)
+	if err := c.Objects.Delete(ctx, getJobSet(t, c, "stuck"), client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // flavorChange adds a second group (a flavor of its own), admits a seed
@@ -340,11 +384,16 @@ func workloadOf(t *testing.T, dyn dynamic.Interface, jobset string) *unstructure
 
 // admitted: the Workload's Admitted condition is True.
 func admitted(w *unstructured.Unstructured) bool {
+	return workloadCondition(w, "Admitted")["status"] == "True"
+}
+
+// workloadCondition is the Workload's condition of type t (nil if none).
+func workloadCondition(w *unstructured.Unstructured, t string) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(w.Object, "status", "conditions")
 	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Admitted" {
-			return m["status"] == "True"
+		if m, ok := c.(map[string]any); ok && m["type"] == t {
+			return m
 		}
 	}
-	return false
+	return nil
 }

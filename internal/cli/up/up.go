@@ -32,8 +32,10 @@ type Options struct {
 	Manager string
 	// FeatureGates are passed to the manager, e.g. RestartJob=true.
 	FeatureGates string
-	// Kueue runs Kueue beside the manager.
-	Kueue bool
+	// Kueue runs Kueue beside the manager; KueuePodsReady is how long an
+	// admitted JobSet may take to be running before Kueue evicts it.
+	Kueue          bool
+	KueuePodsReady time.Duration
 	// RepairDelay is how long the simulated cloud takes to recreate a broken slice.
 	RepairDelay time.Duration
 }
@@ -69,6 +71,7 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	cmd.Flags().DurationVar(&opts.RepairDelay, "repair-delay", 10*time.Second, "time the simulated cloud takes to recreate a broken slice")
 	cmd.Flags().StringVar(&opts.FeatureGates, "feature-gates", "", "feature gates of the Multislice manager, e.g. RestartJob=true,ElasticJobSet=true (see `multislice manager --help`)")
 	cmd.Flags().BoolVar(&opts.Kueue, "kueue", false, "also run Kueue ("+versions.Kueue+", its JobSet integration on); then `multislice kueue init` makes queues from the fleet")
+	cmd.Flags().DurationVar(&opts.KueuePodsReady, "kueue-pods-ready-timeout", localcluster.KueuePodsReadyTimeout, "with --kueue: a JobSet Kueue admitted whose pods are not all ready by then (e.g. one placement cannot place) is evicted and requeued, giving its quota back (Kueue's waitForPodsReady)")
 	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "do not install the JobSet CRD or start the Multislice manager")
 	cmd.Flags().StringVar(&opts.Manager, "manager", localcluster.ManagerOnHost, "where the manager runs: host (a process of this machine) or in-cluster (install.yaml applied: two replicas in pods on real hosts, from this binary's image pushed to the local registry; needs a fleet with a real CPU pool)")
 	return cmd
@@ -84,6 +87,9 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	}
 	if err := cloud.CheckRepairDelay("--repair-delay", opts.RepairDelay); err != nil {
 		return err
+	}
+	if opts.KueuePodsReady < 10*time.Second || opts.KueuePodsReady > 24*time.Hour {
+		return fmt.Errorf("--kueue-pods-ready-timeout=%s: want 10s to 24h", opts.KueuePodsReady)
 	}
 	if opts.Timeout < time.Second || opts.Timeout > time.Hour {
 		return fmt.Errorf("--timeout=%s: want 1s to 1h", opts.Timeout)
@@ -117,7 +123,7 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	res, err := localcluster.Up(ctx, localcluster.UpOptions{
 		Home: home, Binaries: localcluster.FindBinaries(), APIServerPort: opts.APIServerPort,
 		Fleet: cfg, Pools: pools, Exe: exe,
-		NoManager: opts.NoManager, Manager: opts.Manager, FeatureGates: opts.FeatureGates, Kueue: opts.Kueue, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
+		NoManager: opts.NoManager, Manager: opts.Manager, FeatureGates: opts.FeatureGates, Kueue: opts.Kueue, KueuePodsReady: opts.KueuePodsReady, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
 		Progress: f.Out,
 	})
 	for _, name := range res.Healed {

@@ -77,7 +77,7 @@ func (r *Running) InstallKueue(ctx context.Context, b Binaries) error {
 // and JobSet's objects: no pod waits on it) and the CRDs' conversion
 // pointed at it, the JobSet integration on; it returns once Kueue serves
 // its webhooks.
-func (r *Running) StartKueue(ctx context.Context, b Binaries) error {
+func (r *Running) StartKueue(ctx context.Context, b Binaries, podsReady time.Duration) error {
 	h := r.Home
 	m, err := kueue.Load(filepath.Join(b.KueueDir(), "config"))
 	if err != nil {
@@ -93,7 +93,7 @@ func (r *Running) StartKueue(ctx context.Context, b Binaries) error {
 		return err
 	}
 	m.ServeAt("https://127.0.0.1:"+strconv.Itoa(webhook), ca)
-	if err := h.writeKueueFiles(webhook, metrics, probe); err != nil {
+	if err := h.writeKueueFiles(kueueConfig(h.path("kueue-certs"), webhook, metrics, probe, podsReady)); err != nil {
 		return err
 	}
 	if err := r.launchEnv("kueue", b.Kueue(), []string{"--config=" + h.path("kueue.yaml")},
@@ -132,7 +132,7 @@ func apply(ctx context.Context, r *Running, objs ...runtime.Object) error {
 
 // writeKueueFiles writes Kueue's configuration and its serving
 // certificates (the cluster CA's, for 127.0.0.1).
-func (h Home) writeKueueFiles(webhook, metrics, probe int) error {
+func (h Home) writeKueueFiles(config string) error {
 	cert, err := os.ReadFile(h.pki("kueue-serving.crt"))
 	if err != nil {
 		return err
@@ -152,15 +152,16 @@ func (h Home) writeKueueFiles(webhook, metrics, probe int) error {
 			return err
 		}
 	}
-	return os.WriteFile(h.path("kueue.yaml"), []byte(kueueConfig(h.path("kueue-certs"), webhook, metrics, probe)), 0o600)
+	return os.WriteFile(h.path("kueue.yaml"), []byte(config), 0o600)
 }
 
 // kueueConfig is Kueue's Configuration for a local cluster: one replica
 // (no leader election), every server on the loopback, certificates given
 // rather than made, only the JobSet integration, and pods-ready
-// tracking, so that a JobSet admitted but not running (e.g. one
-// placement cannot place) gives its quota back.
-func kueueConfig(certDir string, webhook, metrics, probe int) string {
+// tracking: a JobSet admitted whose pods are not all ready within
+// podsReady (e.g. one placement cannot place) is evicted and requeued, so
+// it gives its quota back.
+func kueueConfig(certDir string, webhook, metrics, probe int, podsReady time.Duration) string {
 	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: %s
@@ -190,11 +191,11 @@ integrations:
   frameworks: [%s]
 featureGates:
   VisibilityOnDemand: false
-`, kueue.Namespace, probe, metrics, webhook, certDir, KueuePodsReadyTimeout, kueue.Frameworks[0])
+`, kueue.Namespace, probe, metrics, webhook, certDir, podsReady, kueue.Framework)
 }
 
-// KueuePodsReadyTimeout is how long a JobSet Kueue admitted may take to
-// have every pod ready before Kueue evicts it and requeues it.
+// KueuePodsReadyTimeout is how long, by default, a JobSet Kueue admitted
+// may take to have every pod ready before Kueue evicts and requeues it.
 const KueuePodsReadyTimeout = 5 * time.Minute
 
 // removeKueueMetricsCerts removes kueueMetricsCerts when no Kueue runs

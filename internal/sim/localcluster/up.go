@@ -33,11 +33,13 @@ type UpOptions struct {
 	NoManager    bool
 	Manager      string
 	FeatureGates string // the manager's
-	// Kueue runs Kueue as a component, with its JobSet integration.
-	Kueue       bool
-	RepairDelay time.Duration // the simulated cloud's
-	Timeout     time.Duration // for the fleet to be Ready
-	Progress    io.Writer
+	// Kueue runs Kueue as a component, with its JobSet integration;
+	// KueuePodsReady is its waitForPodsReady timeout.
+	Kueue          bool
+	KueuePodsReady time.Duration
+	RepairDelay    time.Duration // the simulated cloud's
+	Timeout        time.Duration // for the fleet to be Ready
+	Progress       io.Writer
 }
 
 // UpResult is what Up did.
@@ -122,7 +124,7 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 		return err
 	}
 	if o.Kueue {
-		if err := r.StartKueue(ctx, o.Binaries); err != nil {
+		if err := r.StartKueue(ctx, o.Binaries, o.KueuePodsReady); err != nil {
 			return err
 		}
 	}
