@@ -54,6 +54,11 @@ func Heal(h Home) ([]string, error) {
 				return err
 			}
 		}
+		if p.Name == "kueue" {
+			if err := h.writeKueueCerts(); err != nil {
+				return err
+			}
+		}
 		if err := waitPortsFree(p); err != nil {
 			return err
 		}

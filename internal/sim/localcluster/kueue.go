@@ -93,7 +93,10 @@ func (r *Running) StartKueue(ctx context.Context, b Binaries, podsReady time.Dur
 		return err
 	}
 	m.ServeAt("https://127.0.0.1:"+strconv.Itoa(webhook), ca)
-	if err := h.writeKueueFiles(kueueConfig(h.path("kueue-certs"), webhook, metrics, probe, podsReady)); err != nil {
+	if err := h.writeKueueCerts(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(h.path("kueue.yaml"), []byte(kueueConfig(h.path("kueue-certs"), webhook, metrics, probe, podsReady)), 0o600); err != nil {
 		return err
 	}
 	if err := r.launchEnv("kueue", b.Kueue(), []string{"--config=" + h.path("kueue.yaml")},
@@ -130,9 +133,10 @@ func apply(ctx context.Context, r *Running, objs ...runtime.Object) error {
 	return install.Apply(ctx, r.Config, "multislice", us)
 }
 
-// writeKueueFiles writes Kueue's configuration and its serving
-// certificates (the cluster CA's, for 127.0.0.1).
-func (h Home) writeKueueFiles(config string) error {
+// writeKueueCerts writes Kueue's serving certificates (the cluster CA's,
+// for 127.0.0.1) where it reads them: the home's and kueueMetricsCerts,
+// which another cluster's `down` may have removed before a heal.
+func (h Home) writeKueueCerts() error {
 	cert, err := os.ReadFile(h.pki("kueue-serving.crt"))
 	if err != nil {
 		return err
@@ -152,7 +156,7 @@ func (h Home) writeKueueFiles(config string) error {
 			return err
 		}
 	}
-	return os.WriteFile(h.path("kueue.yaml"), []byte(config), 0o600)
+	return nil
 }
 
 // kueueConfig is Kueue's Configuration for a local cluster: one replica
