@@ -32,10 +32,6 @@ const (
 type QueueOptions struct {
 	// Namespace is the LocalQueue's.
 	Namespace string
-	// GroupLabel is the node label naming a multislice group: every group
-	// is a flavor of its own, so Kueue's quota matches what one JobSet can
-	// use (placement keeps a JobSet in one group).
-	GroupLabel string
 }
 
 // Flavor is one ResourceFlavor: the nodes with the same accelerator,
@@ -48,10 +44,11 @@ type Flavor struct {
 	Chips      resource.Quantity
 }
 
-// Flavors groups nodes into flavors: one per TPU group (or, outside
-// groups, per accelerator and topology) and one for nodes with no TPU,
-// first, so that a workload without chips never takes a TPU flavor's
-// node selector.
+// Flavors groups nodes into flavors: one per TPU group (the node label
+// groupLabel names it), so that Kueue's quota matches what one JobSet can
+// use (placement keeps a JobSet in one group); outside groups, one per
+// accelerator and topology; and one for nodes with no TPU, first, so that
+// a workload without chips never takes a TPU flavor's node selector.
 func Flavors(nodes []corev1.Node, groupLabel string) []Flavor {
 	byName := map[string]*Flavor{}
 	for i := range nodes {

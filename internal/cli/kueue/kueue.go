@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -78,7 +79,7 @@ func runInit(ctx context.Context, f *cli.Factory, o *InitOptions) error {
 		return err
 	}
 	flavors := kueue.Flavors(nodes.Items, o.GroupLabel)
-	objs, err := kueue.Queues(flavors, kueue.QueueOptions{Namespace: o.Namespace, GroupLabel: o.GroupLabel})
+	objs, err := kueue.Queues(flavors, kueue.QueueOptions{Namespace: o.Namespace})
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func runInit(ctx context.Context, f *cli.Factory, o *InitOptions) error {
 	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "FLAVOR\tCHIPS\tCPU\tMEMORY\tNODE LABELS")
 	for _, fl := range flavors {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\n", fl.Name, fl.Chips.String(), fl.CPU.String(), fl.Memory.String(), fl.NodeLabels)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", fl.Name, fl.Chips.String(), fl.CPU.String(), fl.Memory.String(), labels.FormatLabels(fl.NodeLabels))
 	}
 	_ = w.Flush()
 	fmt.Fprintf(f.Out, "ClusterQueue %s and LocalQueue %s/%s ready: multislice workload create --kueue-queue %s ...\n",

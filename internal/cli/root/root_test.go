@@ -56,6 +56,13 @@ func TestCommands(t *testing.T) {
 		{args: []string{"workload", "create", "w", "--tpu-type=v4-16", "--command=x", "--env", "NOVALUE", "--dry-run"}, code: 1, stderr: "--env", stdoutEmpty: true},
 		{args: []string{"workload", "create", "w", "--tpu-type=v4-16", "--command=x", "--dry-run", "-o", "xml"}, code: 1, stderr: `-o "xml"`, stdoutEmpty: true},
 
+		// kueue: the worker's kubeconfig checked before any cluster is.
+		{args: []string{"kueue", "init"}, code: 1, stderr: "no local cluster", stdoutEmpty: true},
+		{args: []string{"kueue", "connect"}, code: 1, stderr: `"worker-kubeconfig" not set`, stdoutEmpty: true},
+		{args: []string{"kueue", "connect", "--worker-kubeconfig", "/nonexistent"}, code: 1, stderr: "--worker-kubeconfig: open /nonexistent", stdoutEmpty: true},
+		{args: []string{"workload", "create", "w", "--tpu-type=v4-16", "--command=x", "--kueue-queue=q", "--priority=high", "--dry-run"},
+			stdout: "kueue.x-k8s.io/priority-class: high"},
+
 		// logs and dashboard: flags checked before the cluster.
 		{args: []string{"logs"}, code: 1, stderr: "accepts 1 arg(s)", stdoutEmpty: true},
 		{args: []string{"logs", "js", "--slice", "-2"}, code: 1, stderr: "--slice -2", stdoutEmpty: true},
