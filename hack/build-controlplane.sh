@@ -99,10 +99,10 @@ envtest_links() {
 build_into "$bin/etcd-$ETCD_VERSION" "etcd $ETCD_VERSION (~2 min on a fresh machine)" etcd_build
 build_into "$bin/kwok-$KWOK_VERSION" "kwok $KWOK_VERSION (~3 min)" kwok_build
 build_into "$bin/kubernetes-$KUBERNETES_VERSION" \
-  "kube-apiserver, kube-scheduler, kube-controller-manager $KUBERNETES_VERSION (~13 min)" control_plane_build
+  "kube-apiserver, kube-scheduler, kube-controller-manager $KUBERNETES_VERSION (~11 min)" control_plane_build
 build_into "$bin/kubelet-$KUBERNETES_VERSION" "kubelet, kube-proxy $KUBERNETES_VERSION (~2 min)" node_build
 build_into "$bin/containerd-$CONTAINERD_VERSION" "containerd $CONTAINERD_VERSION (~2 min)" containerd_build
 build_into "$bin/cni-plugins-$CNI_PLUGINS_VERSION" "CNI plugins $CNI_PLUGINS_VERSION (~1 min)" cni_build
 build_into "$bin/coredns-$COREDNS_VERSION" "CoreDNS $COREDNS_VERSION (~3 min)" coredns_build
-build_into "$bin/kueue-$KUEUE_VERSION" "Kueue $KUEUE_VERSION (~7 min)" kueue_build
+build_into "$bin/kueue-$KUEUE_VERSION" "Kueue $KUEUE_VERSION (~5 min)" kueue_build
 build_into "$bin/envtest-$KUBERNETES_VERSION-$ETCD_VERSION" "envtest assets" envtest_links

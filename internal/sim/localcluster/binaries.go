@@ -90,7 +90,7 @@ func (b Binaries) Check(realHosts bool) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%w\nbuild the pinned control plane with `make binaries` (about 7 minutes the first time; cached afterwards), or point MULTISLICE_BIN_DIR at a directory that has them",
+		return fmt.Errorf("%w\nbuild the pinned control plane with `make binaries` (about 26 minutes on two cores the first time; cached afterwards), or point MULTISLICE_BIN_DIR at a directory that has them",
 			errors.Join(errs...))
 	}
 	return nil
