@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -219,16 +218,7 @@ func anyProcessNamed(name string) bool {
 		if _, err := strconv.Atoi(d.Name()); err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ...
-		open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || close < open || len(stat) < close+3 {
-			continue
-		}
-		if string(stat[open+1:close]) == name && stat[close+2] != 'Z' {
+		if comm, live := procStat(d.Name()); live && comm == name {
 			return true
 		}
 	}

@@ -1,6 +1,8 @@
 package localcluster
 
 import (
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -46,5 +48,15 @@ func TestKueueConfig(t *testing.T) {
 	}
 	if len(cfg.Integrations.Frameworks) != 1 || cfg.Integrations.Frameworks[0] != "jobset.x-k8s.io/jobset" || cfg.FeatureGates["VisibilityOnDemand"] {
 		t.Errorf("integrations %v, gates %v", cfg.Integrations.Frameworks, cfg.FeatureGates)
+	}
+}
+
+func TestProcStat(t *testing.T) {
+	comm, live := procStat(strconv.Itoa(os.Getpid()))
+	if !live || comm == "" || !anyProcessNamed(comm) {
+		t.Errorf("this test process: comm %q, live %v", comm, live)
+	}
+	if _, live := procStat("0"); live {
+		t.Error("pid 0 has no /proc entry, yet it counts as live")
 	}
 }

@@ -63,12 +63,7 @@ func (s *started) crashError() error {
 // alive reports whether the recorded process still runs the same binary
 // (a recycled pid running something else does not count).
 func (p Process) alive() bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/stat")
-	if err != nil {
-		return false
-	}
-	// Field 3, after the parenthesised command name, is the state; Z is a zombie.
-	if i := bytes.LastIndexByte(data, ')'); i < 0 || len(data) < i+3 || data[i+2] == 'Z' {
+	if _, live := procStat(strconv.Itoa(p.PID)); !live {
 		return false
 	}
 	exe, err := os.Readlink("/proc/" + strconv.Itoa(p.PID) + "/exe")
@@ -203,4 +198,19 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "  | " + strings.Join(lines, "\n  | ")
+}
+
+// procStat reads /proc/<pid>/stat: the command name and whether the
+// process lives (exists and is not a zombie).
+func procStat(pid string) (comm string, live bool) {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return "", false
+	}
+	// pid (comm) state ...: the name may hold spaces and parentheses.
+	open, close := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+	if open < 0 || close < open || len(data) < close+3 {
+		return "", false
+	}
+	return string(data[open+1 : close]), data[close+2] != 'Z'
 }
