@@ -131,6 +131,9 @@ init there), its status mirrored back; here it stays suspended and no pod runs.`
 }
 
 func runConnect(ctx context.Context, f *cli.Factory, o *ConnectOptions) error {
+	if o.Wait < 0 || o.Wait > time.Hour {
+		return fmt.Errorf("--wait=%s: want 0 (do not wait) to 1h", o.Wait)
+	}
 	data, err := os.ReadFile(o.WorkerKubeconfig)
 	if err != nil {
 		return fmt.Errorf("--worker-kubeconfig: %w", err)

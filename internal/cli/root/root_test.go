@@ -60,6 +60,7 @@ func TestCommands(t *testing.T) {
 		{args: []string{"kueue", "init"}, code: 1, stderr: "no local cluster", stdoutEmpty: true},
 		{args: []string{"kueue", "connect"}, code: 1, stderr: `"worker-kubeconfig" not set`, stdoutEmpty: true},
 		{args: []string{"kueue", "connect", "--worker-kubeconfig", "/nonexistent"}, code: 1, stderr: "--worker-kubeconfig: open /nonexistent", stdoutEmpty: true},
+		{args: []string{"kueue", "connect", "--worker-kubeconfig", "/nonexistent", "--wait", "100h"}, code: 1, stderr: "--wait=100h0m0s: want 0 (do not wait) to 1h", stdoutEmpty: true},
 		{args: []string{"workload", "create", "w", "--tpu-type=v4-16", "--command=x", "--kueue-queue=q", "--priority=high", "--dry-run"},
 			stdout: "kueue.x-k8s.io/priority-class: high"},
 
