@@ -111,6 +111,38 @@ func (c *Cluster) CPU() map[string]time.Duration {
 	return out
 }
 
+// RSS returns a component's resident memory now and its peak so far
+// (VmRSS and VmHWM), 0 when it is not running.
+func (c *Cluster) RSS(name string) (now, peak int64) {
+	state, err := localcluster.Home(c.Home).ReadState()
+	if err != nil || state == nil {
+		return 0, 0
+	}
+	for _, p := range state.Processes {
+		if p.Name != name {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
+		if err != nil {
+			return 0, 0
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) < 2 {
+				continue
+			}
+			kib, _ := strconv.ParseInt(fields[1], 10, 64)
+			switch fields[0] {
+			case "VmRSS:":
+				now = kib << 10
+			case "VmHWM:":
+				peak = kib << 10
+			}
+		}
+	}
+	return now, peak
+}
+
 // CPUSince formats the CPU each component used since before, busiest first.
 func (c *Cluster) CPUSince(before map[string]time.Duration) string {
 	type use struct {

@@ -14,6 +14,11 @@
 //	          hostnames or Service): what a JobSet's pods cost beyond that.
 //
 //	go run ./bench/placement -slices 64
+//
+// With -jobsets N it measures a queue instead (see queue.go): N one-slice
+// JobSets at once and -queued JobSets of -queued-slices slices behind them:
+//
+//	go run ./bench/placement -slices 320 -jobsets 300 -queued 10 -rounds warmup,ours,floor,floor,ours
 package main
 
 import (
@@ -51,14 +56,24 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
 	rounds := flag.String("rounds", "warmup,floor,ours,affinity,bare,bare,affinity,ours,floor,floor,ours,affinity,bare",
 		"scenarios in the order they run; warmup is a floor round whose time is discarded")
+	jobsets := flag.Int("jobsets", 0, "one-slice JobSets submitted at once (0: one JobSet of -slices slices)")
+	queued := flag.Int("queued", 10, "with -jobsets: JobSets queued behind them")
+	queuedSlices := flag.Int("queued-slices", 16, "with -jobsets: slices of each queued JobSet")
 	flag.Parse()
-	if err := run(*bin, *slices, strings.Split(*rounds, ",")); err != nil {
+	if *slices < 1 || *slices > 640 || *jobsets < 0 || *jobsets > *slices || *queued < 0 || *queued > 100 || *queuedSlices < 1 || *queuedSlices > *slices {
+		fmt.Fprintln(os.Stderr, "want 1 <= -slices <= 640, 0 <= -jobsets <= -slices, 0 <= -queued <= 100, 1 <= -queued-slices <= -slices")
+		os.Exit(2)
+	}
+	q := queueFlags{jobsets: *jobsets, queued: *queued, queuedSlices: *queuedSlices}
+	if err := run(*bin, *slices, strings.Split(*rounds, ","), q); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, slices int, order []string) error {
+type queueFlags struct{ jobsets, queued, queuedSlices int }
+
+func run(bin string, slices int, order []string, q queueFlags) error {
 	c, err := benchcluster.Up(bin, fmt.Sprintf(`apiVersion: multislice.dev/v1alpha1
 kind: Fleet
 groups:
@@ -81,6 +96,9 @@ pools:
 	defer close(stop)
 	factory.Start(stop)
 	factory.WaitForCacheSync(stop)
+	if q.jobsets > 0 {
+		return runQueue(c, b, q.jobsets, q.queued, q.queuedSlices, order)
+	}
 	times := map[string][]time.Duration{}
 	// The warm-up round pays for a fresh cluster's cold caches. Rounds of
 	// one scenario vary by 10-20% on a 2-core machine, so scenarios are
@@ -248,7 +266,11 @@ func exclusiveAffinity(jobKey string) *corev1.Affinity {
 }
 
 func (b *bench) waitRunning(ctx context.Context, began time.Time, timeout time.Duration) (time.Duration, error) {
-	want := b.slices * hosts
+	return b.waitPods(ctx, began, b.slices*hosts, timeout)
+}
+
+// waitPods returns how long after began want pods were Running.
+func (b *bench) waitPods(ctx context.Context, began time.Time, want int, timeout time.Duration) (time.Duration, error) {
 	for time.Since(began) < timeout {
 		pods, err := b.pods.List(labels.Everything())
 		if err != nil {
@@ -272,7 +294,7 @@ func (b *bench) cleanup(ctx context.Context) error {
 	fg := metav1.DeletePropagationForeground
 	_ = b.cl.DeleteAllOf(ctx, &api.JobSet{}, client.InNamespace("default"), client.PropagationPolicy(fg))
 	_ = b.cs.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &fg}, metav1.ListOptions{LabelSelector: "bench=placement"})
-	for i := 0; i < 600; i++ {
+	for i := 0; i < 1200; i++ {
 		// Quorum reads: the next round must not start while anything of
 		// this one is left.
 		pods, err := b.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement"})

@@ -41,6 +41,7 @@ import (
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/metrics"
 	"github.com/multislice/multislice/internal/outage"
+	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/internal/slicehealth"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
 	tpuwebhook "github.com/multislice/multislice/internal/webhook/tpu"
@@ -244,7 +245,9 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 		Client:         mgr.GetClient(),
 		Recorder:       mgr.GetEventRecorder("jobset-controller"),
 		CountsInterval: time.Second,
-		Placer:         &jobsetcontroller.Placer{Client: mgr.GetClient(), GroupLabel: o.GroupLabel, SizeLabel: o.GroupSizeLabel},
+		Domains:        placement.NewCache(o.GroupLabel),
+		GroupLabel:     o.GroupLabel,
+		SizeLabel:      o.GroupSizeLabel,
 		Gates:          o.FeatureGates,
 		AgentTimeout:   o.AgentTimeout,
 		Events:         mgr.GetAPIReader(),

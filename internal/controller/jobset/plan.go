@@ -15,6 +15,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/naming"
+	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/internal/podtemplate"
 )
 
@@ -36,6 +37,13 @@ type Observed struct {
 	// PodsRefused is a child Job whose pods the Job controller cannot
 	// create (its FailedCreate events), read only when a Job has no pods.
 	PodsRefused *PodRefusal
+	// Placement is what placing an exclusive-topology JobSet needs (nil:
+	// it needs none now, or placement is off).
+	Placement *Placement
+	// LastStatusWrite is when this JobSet's status was last written;
+	// status writes that change only counts wait CountsInterval after it.
+	LastStatusWrite time.Time
+	CountsInterval  time.Duration
 }
 
 // Plan is what a reconcile should do, decided by Decide from Observed alone.
@@ -64,9 +72,13 @@ type Plan struct {
 	Suspend, Resume []*batchv1.Job
 	Service         *corev1.Service
 	Claims          []*corev1.PersistentVolumeClaim
-	// ReleaseDomains: the JobSet lets its domains go (its pods cannot be
-	// created); Delete holds its Jobs.
+	// ReleaseDomains: the JobSet lets its domains go (it finished, is
+	// suspended, or its pods cannot be created while Delete holds its Jobs).
 	ReleaseDomains bool
+	// HoldDomains reserves domains for the JobSet's Jobs (Job name ->
+	// domain), those not created yet included; WaitForDomains queues it.
+	HoldDomains    map[string]string
+	WaitForDomains *placement.Waiter
 	// DeleteJobSet: the TTL after finishing has expired.
 	DeleteJobSet bool
 	RequeueAfter time.Duration
@@ -81,6 +93,10 @@ func Decide(o Observed) (p Plan) {
 	defer func() { // every return below hands back the edited status
 		p.Status, p.Events = status, e.events
 		p.StatusChanged = e.changed || !equality.Semantic.DeepEqual(status, js.Status)
+		if _, done := finished(&status); done != nil {
+			p.ReleaseDomains = true
+		}
+		batchCounts(o, &p)
 	}()
 
 	c := sortChildren(js, o.Jobs, o.Gates.RestartJob)
@@ -186,6 +202,9 @@ func Decide(o Observed) (p Plan) {
 		}
 		e.set(api.JobSetSuspended, metav1.ConditionTrue, api.SuspendedReason, api.SuspendedMessage, corev1.EventTypeNormal)
 		e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobSetSuspendedReason, "jobset is suspended", "")
+		// A suspended JobSet (e.g. queued by Kueue) holds no capacity; it
+		// is placed when it resumes.
+		p.ReleaseDomains = true
 	} else {
 		byName := map[string]jobIdentity{}
 		for _, id := range identities(js) {
@@ -198,8 +217,42 @@ func Decide(o Observed) (p Plan) {
 			}
 		}
 		e.set(api.JobSetSuspended, metav1.ConditionFalse, api.ResumedReason, api.ResumedMessage, corev1.EventTypeNormal)
+		place(o, &p, e)
 	}
 	return p
+}
+
+// batchCounts postpones a status write that changes nothing but counts
+// when the last write was less than CountsInterval ago; the requeue brings
+// it back, so the counts are at most that stale.
+func batchCounts(o Observed, p *Plan) {
+	if !p.StatusChanged || o.CountsInterval == 0 || o.LastStatusWrite.IsZero() || !onlyCountsChanged(&o.JobSet.Status, &p.Status) {
+		return
+	}
+	if wait := o.CountsInterval - o.Now.Sub(o.LastStatusWrite); wait > 0 {
+		p.StatusChanged = false
+		if p.RequeueAfter == 0 || wait < p.RequeueAfter {
+			p.RequeueAfter = wait
+		}
+	}
+}
+
+// onlyCountsChanged: the new status differs from the old only in Job
+// counts, or in the progress of an in-place restart that keeps waiting
+// (which would otherwise be written once per pod that reaches it).
+func onlyCountsChanged(old, new *api.JobSetStatus) bool {
+	a, b := old.DeepCopy(), new.DeepCopy()
+	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = nil, nil
+	if waitingInPlace(a) && waitingInPlace(b) {
+		meta.RemoveStatusCondition(&a.Conditions, string(api.JobSetInPlaceRestarting))
+		meta.RemoveStatusCondition(&b.Conditions, string(api.JobSetInPlaceRestarting))
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+func waitingInPlace(st *api.JobSetStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, string(api.JobSetInPlaceRestarting))
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 func restartGrace(js *api.JobSet) *int64 {

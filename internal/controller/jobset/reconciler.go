@@ -14,7 +14,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +35,7 @@ import (
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/metrics"
+	"github.com/multislice/multislice/internal/placement"
 )
 
 // OwnerUIDIndex indexes child Jobs by the UID of their controlling JobSet,
@@ -54,9 +54,13 @@ type Reconciler struct {
 	Gates    features.Gates
 	// Parallelism bounds concurrent child-Job creates and deletes.
 	Parallelism int
-	// Placer pins the Jobs of exclusive-topology JobSets to domains; nil
+	// Domains is placement's cache of the cluster's topology domains: the
+	// Jobs of exclusive-topology JobSets are pinned to domains of it; nil
 	// leaves placement to the scheduler.
-	Placer *Placer
+	Domains *placement.Cache
+	// GroupLabel and SizeLabel are the node labels of a multislice group
+	// (a Job that selects either must stay within one group).
+	GroupLabel, SizeLabel string
 	// CountsInterval batches status writes that only change Job counts
 	// (replicatedJobsStatus) to one per interval per JobSet: a 1,000-Job
 	// JobSet otherwise writes its status once per Job status change.
@@ -69,6 +73,10 @@ type Reconciler struct {
 	Events    client.Reader
 	lastWrite sync.Map // JobSet namespace/name -> time.Time of the last status write
 	now       func() time.Time
+	// placing makes placement decisions one at a time: each sees the
+	// domains the one before it reserved.
+	placing       sync.Mutex
+	domainsSynced func() bool
 }
 
 // SetupWithManager registers the controller and its index.
@@ -104,11 +112,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Service{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if r.Placer != nil {
-		// Waiting JobSets start as soon as capacity frees: when a JobSet
-		// releases its domains, or a pod leaves a node.
-		b = b.WatchesRawSource(source.Channel(r.Placer.Wakeups(), &handler.EnqueueRequestForObject{})).
-			Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.Placer.WaitingRequests), builder.WithPredicates(podGone))
+	if r.Domains != nil {
+		// Waiting JobSets start as soon as the domain cache sees capacity
+		// free up: a JobSet releases its domains, a pinned Job or a pod
+		// goes, a node becomes fit for work.
+		wake, err := r.feedDomains(mgr)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{}))
 	}
 	if r.Gates.InPlaceRestart {
 		// An agent's annotation or a container restart moves an in-place
@@ -159,22 +171,14 @@ var inPlaceProgress = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// podGone passes only deletions (a pod that finishes leaves the manager's
-// cache of active pods, which is a deletion too).
-var podGone = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
-
 // Reconcile observes, decides and acts.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var js api.JobSet
 	if err := r.Client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.lastWrite.Delete(req.NamespacedName)
-			if r.Placer != nil {
-				r.Placer.Release(req.NamespacedName)
+			if r.Domains != nil {
+				r.Domains.Release(req.NamespacedName.String())
 			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -186,15 +190,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan := Decide(observed)
-	if r.Placer != nil {
-		if _, done := finished(&plan.Status); done != nil {
-			r.Placer.Release(req.NamespacedName)
-		} else if err := r.Placer.Place(ctx, &js, &plan); err != nil {
-			return ctrl.Result{}, err
-		}
+	plan, err := r.decide(ctx, &js, observed)
+	if errors.Is(err, errDomainsNotSynced) {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
-	r.batchCounts(&js, &plan)
 	if err := r.act(ctx, &js, &plan); err != nil {
 		if onlyConflicts(err) {
 			// The cache is behind the server: the watch event that brings
@@ -220,42 +221,21 @@ func onlyConflicts(err error) bool {
 	return apierrors.IsConflict(err)
 }
 
-// batchCounts postpones a status write that changes nothing but counts
-// when the last write was less than CountsInterval ago; the requeue brings
-// it back, so the counts are at most that stale.
-func (r *Reconciler) batchCounts(js *api.JobSet, p *Plan) {
-	if !p.StatusChanged || r.CountsInterval == 0 {
-		return
+// decide completes what was observed with the placement snapshot and
+// decides. A JobSet placed by us decides under the placing lock, and
+// placement's memory takes the plan's reservations before the next one.
+func (r *Reconciler) decide(ctx context.Context, js *api.JobSet, o Observed) (Plan, error) {
+	if _, ok := needsPlacement(js); ok && r.Domains != nil {
+		r.placing.Lock()
+		defer r.placing.Unlock()
 	}
-	now := r.now()
-	if last, ok := r.lastWrite.Load(client.ObjectKeyFromObject(js)); ok && onlyCountsChanged(&js.Status, &p.Status) {
-		if wait := r.CountsInterval - now.Sub(last.(time.Time)); wait > 0 {
-			p.StatusChanged = false
-			if p.RequeueAfter == 0 || wait < p.RequeueAfter {
-				p.RequeueAfter = wait
-			}
-			return
-		}
+	var err error
+	if o.Placement, err = r.observePlacement(ctx, js); err != nil {
+		return Plan{}, err
 	}
-	r.lastWrite.Store(client.ObjectKeyFromObject(js), now)
-}
-
-// onlyCountsChanged: the new status differs from the old only in Job
-// counts, or in the progress of an in-place restart that keeps waiting
-// (which would otherwise be written once per pod that reaches it).
-func onlyCountsChanged(old, new *api.JobSetStatus) bool {
-	a, b := old.DeepCopy(), new.DeepCopy()
-	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = nil, nil
-	if waitingInPlace(a) && waitingInPlace(b) {
-		meta.RemoveStatusCondition(&a.Conditions, string(api.JobSetInPlaceRestarting))
-		meta.RemoveStatusCondition(&b.Conditions, string(api.JobSetInPlaceRestarting))
-	}
-	return equality.Semantic.DeepEqual(a, b)
-}
-
-func waitingInPlace(st *api.JobSetStatus) bool {
-	c := meta.FindStatusCondition(st.Conditions, string(api.JobSetInPlaceRestarting))
-	return c != nil && c.Status == metav1.ConditionTrue
+	plan := Decide(o)
+	r.remember(js, &plan)
+	return plan, nil
 }
 
 // ManagedByUs: managedBy is unset or names the built-in controller.
@@ -277,7 +257,10 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 	for i := range list.Items {
 		jobs[i] = &list.Items[i]
 	}
-	o := Observed{JobSet: js, Jobs: jobs, Now: r.now(), Gates: r.Gates, AgentTimeout: r.AgentTimeout}
+	o := Observed{JobSet: js, Jobs: jobs, Now: r.now(), Gates: r.Gates, AgentTimeout: r.AgentTimeout, CountsInterval: r.CountsInterval}
+	if last, ok := r.lastWrite.Load(client.ObjectKeyFromObject(js)); ok {
+		o.LastStatusWrite = last.(time.Time)
+	}
 	if !ptr.Deref(js.Spec.Suspend, false) {
 		refusal, err := findPodRefusal(ctx, r.Events, jobs, o.Now)
 		if err != nil {
@@ -349,9 +332,9 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		errs = append(errs, createErr)
 		if why := refusal(createErr); why != "" {
 			// Never runnable as it stands: say so, and let others have its domains.
-			placed := r.Placer != nil && meta.FindStatusCondition(p.Status.Conditions, string(TopologyAssigned)) != nil
+			placed := r.Domains != nil && meta.FindStatusCondition(p.Status.Conditions, string(TopologyAssigned)) != nil
 			if placed {
-				r.Placer.Release(client.ObjectKeyFromObject(js))
+				r.Domains.Release(client.ObjectKeyFromObject(js).String())
 			}
 			noteRefusal(&p.Status, why, placed, r.now())
 			p.StatusChanged = true
@@ -385,13 +368,11 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		if err := r.Client.Status().Update(ctx, js); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("update status: %w", err))...)
 		}
+		r.lastWrite.Store(client.ObjectKeyFromObject(js), r.now())
 		for _, e := range p.Events {
 			r.event(js, e.Type, e.Reason, e.Message)
 		}
 		metrics.ObserveJobSetStatus(js, before, r.now())
-	}
-	if p.ReleaseDomains && r.Placer != nil {
-		r.Placer.Release(client.ObjectKeyFromObject(js))
 	}
 	if p.DeleteJobSet {
 		err := r.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/bench/benchcluster"
+	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/gke"
+)
+
+// queue is the many-JobSets mode (-jobsets N): N one-slice JobSets
+// submitted at once into a group of pools, then `queued` JobSets of
+// queuedSlices slices each, which rank behind them and wait:
+//
+//	floor  the same N JobSets managed by nobody, each with the Job the
+//	       controller would create pinned to its own pool by hand (the
+//	       queued ones are created too and wait for ever, as nothing runs them);
+//	ours   the N + queued exclusive-topology JobSets, placed by Multislice.
+//
+// Each round reports the time until the N*16 pods are Running, the
+// manager's CPU over that time per one-slice JobSet, and its memory.
+type queue struct {
+	*bench
+	jobsets, queued, queuedSlices int
+}
+
+// manager is the manager's process name in the local cluster.
+const manager = "multislice-manager"
+
+type queueRound struct {
+	took     time.Duration
+	cpu      time.Duration // the manager's
+	rss, hwm int64
+}
+
+func runQueue(c *benchcluster.Cluster, b *bench, jobsets, queued, queuedSlices int, order []string) error {
+	q := &queue{bench: b, jobsets: jobsets, queued: queued, queuedSlices: queuedSlices}
+	ctx := context.Background()
+	rounds := map[string][]queueRound{}
+	for _, scenario := range order {
+		warmup := scenario == "warmup"
+		if warmup {
+			scenario = "floor"
+		}
+		if scenario != "floor" && scenario != "ours" {
+			return fmt.Errorf("unknown scenario %q with -jobsets (want floor, ours or warmup)", scenario)
+		}
+		cpu := c.CPU()
+		began := time.Now()
+		if err := q.submit(ctx, scenario); err != nil {
+			return fmt.Errorf("%s: %w", scenario, err)
+		}
+		took, err := b.waitPods(ctx, began, jobsets*hosts, 20*time.Minute)
+		if err != nil {
+			return fmt.Errorf("%s: %w", scenario, err)
+		}
+		r := queueRound{took: took, cpu: c.CPU()[manager] - cpu[manager]}
+		r.rss, r.hwm = c.RSS(manager)
+		waiting, err := q.waitingQueued(ctx)
+		if err != nil {
+			return err
+		}
+		label := scenario
+		if warmup {
+			label = "warm-up"
+		} else {
+			rounds[scenario] = append(rounds[scenario], r)
+		}
+		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); queued JobSets waiting with TopologyAssigned=False: %d of %d (CPU: %s)\n",
+			label, jobsets, jobsets*hosts, took.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/float64(jobsets),
+			r.rss>>20, r.hwm>>20, waiting, q.queued, c.CPUSince(cpu))
+		if err := b.cleanup(ctx); err != nil {
+			return err
+		}
+	}
+	reportQueue(rounds)
+	return nil
+}
+
+func reportQueue(rounds map[string][]queueRound) {
+	median := func(name string) queueRound {
+		rs := append([]queueRound(nil), rounds[name]...)
+		sort.Slice(rs, func(i, j int) bool { return rs[i].took < rs[j].took })
+		return rs[len(rs)/2]
+	}
+	for _, name := range []string{"floor", "ours"} {
+		rs := rounds[name]
+		if len(rs) == 0 {
+			continue
+		}
+		lo, hi := rs[0].took, rs[0].took
+		for _, r := range rs {
+			lo, hi = min(lo, r.took), max(hi, r.took)
+		}
+		m := median(name)
+		fmt.Printf("%-8s median %6.1fs (%.1f-%.1f, %d rounds), manager CPU %.1fs", name, m.took.Seconds(), lo.Seconds(), hi.Seconds(), len(rs), m.cpu.Seconds())
+		if _, ok := rounds["floor"]; ok && name != "floor" {
+			fmt.Printf("  ratio to floor: %.2f", m.took.Seconds()/median("floor").took.Seconds())
+		}
+		fmt.Println()
+	}
+}
+
+func (q *queue) submit(ctx context.Context, scenario string) error {
+	var sets []*api.JobSet
+	var jobs []*batchv1.Job
+	for i := 0; i < q.jobsets; i++ {
+		name := fmt.Sprintf("one-%d", i)
+		if scenario == "ours" {
+			sets = append(sets, q.jobSetOf(name, 1, nil))
+			continue
+		}
+		js := q.jobSetOf(name, 1, ptr.To("multislice.dev/bench-by-hand"))
+		sets = append(sets, js)
+	}
+	// The one-slice JobSets first, all at once; the queued ones after
+	// them, so they rank behind (older first).
+	if err := q.createSets(ctx, sets); err != nil {
+		return err
+	}
+	if scenario == "floor" {
+		for i, js := range sets {
+			plan := jobsetcontroller.Decide(jobsetcontroller.Observed{JobSet: js, Now: time.Now()})
+			if len(plan.Create) != 1 {
+				return fmt.Errorf("the controller's plan for %s has %d Jobs, want 1", js.Name, len(plan.Create))
+			}
+			j := plan.Create[0]
+			pool := fmt.Sprintf("big-np-%d", i)
+			j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
+			j.Annotations[api.AssignedDomainAnnotation] = pool
+			jobs = append(jobs, j)
+		}
+		if err := q.createAll(ctx, jobs); err != nil {
+			return err
+		}
+	}
+	var queued []*api.JobSet
+	for i := 0; i < q.queued; i++ {
+		var managedBy *string
+		if scenario == "floor" {
+			managedBy = ptr.To("multislice.dev/bench-by-hand")
+		}
+		queued = append(queued, q.jobSetOf(fmt.Sprintf("queued-%d", i), q.queuedSlices, managedBy))
+	}
+	return q.createSets(ctx, queued)
+}
+
+func (q *queue) jobSetOf(name string, slices int, managedBy *string) *api.JobSet {
+	js := q.jobSet(name, managedBy)
+	js.Spec.ReplicatedJobs[0].Replicas = int32(slices)
+	return js
+}
+
+// createSets creates the JobSets at once and fills in their UIDs.
+func (q *queue) createSets(ctx context.Context, sets []*api.JobSet) error {
+	errs := make([]error, len(sets))
+	workqueue.ParallelizeUntil(ctx, 64, len(sets), func(i int) {
+		errs[i] = q.cl.Create(ctx, sets[i])
+	})
+	return errors.Join(errs...)
+}
+
+// waitingQueued counts the queued JobSets that say why they wait.
+func (q *queue) waitingQueued(ctx context.Context) (int, error) {
+	var sets api.JobSetList
+	if err := q.cl.List(ctx, &sets, client.InNamespace("default")); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, js := range sets.Items {
+		c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetTopologyAssigned))
+		if c != nil && c.Status == metav1.ConditionFalse && js.Spec.ReplicatedJobs[0].Replicas > 1 {
+			n++
+		}
+	}
+	return n, nil
+}
