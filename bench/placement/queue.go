@@ -8,6 +8,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -24,8 +25,9 @@ import (
 // submitted at once into a group of pools, then `queued` JobSets of
 // queuedSlices slices each, which rank behind them and wait:
 //
-//	floor  the same N JobSets managed by nobody, each with the Job the
-//	       controller would create pinned to its own pool by hand (the
+//	floor  the same N JobSets managed by nobody, each with the Job and the
+//	       headless Service the controller would create, the Job pinned to
+//	       its own pool by hand (the
 //	       queued ones are created too and wait for ever, as nothing runs them);
 //	ours   the N + queued exclusive-topology JobSets, placed by Multislice.
 //
@@ -116,6 +118,7 @@ func reportQueue(rounds map[string][]queueRound) {
 func (q *queue) submit(ctx context.Context, scenario string) error {
 	var sets []*api.JobSet
 	var jobs []*batchv1.Job
+	var services []*corev1.Service
 	for i := 0; i < q.jobsets; i++ {
 		name := fmt.Sprintf("one-%d", i)
 		if scenario == "ours" {
@@ -141,8 +144,12 @@ func (q *queue) submit(ctx context.Context, scenario string) error {
 			j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
 			j.Annotations[api.AssignedDomainAnnotation] = pool
 			jobs = append(jobs, j)
+			services = append(services, plan.Service)
 		}
 		if err := q.createAll(ctx, jobs); err != nil {
+			return err
+		}
+		if err := createEach(ctx, q.cl, services); err != nil {
 			return err
 		}
 	}
@@ -165,9 +172,14 @@ func (q *queue) jobSetOf(name string, slices int, managedBy *string) *api.JobSet
 
 // createSets creates the JobSets at once and fills in their UIDs.
 func (q *queue) createSets(ctx context.Context, sets []*api.JobSet) error {
-	errs := make([]error, len(sets))
-	workqueue.ParallelizeUntil(ctx, 64, len(sets), func(i int) {
-		errs[i] = q.cl.Create(ctx, sets[i])
+	return createEach(ctx, q.cl, sets)
+}
+
+// createEach creates the objects at once, 64 at a time.
+func createEach[T client.Object](ctx context.Context, c client.Client, objs []T) error {
+	errs := make([]error, len(objs))
+	workqueue.ParallelizeUntil(ctx, 64, len(objs), func(i int) {
+		errs[i] = c.Create(ctx, objs[i])
 	})
 	return errors.Join(errs...)
 }

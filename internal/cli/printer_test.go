@@ -37,11 +37,54 @@ func TestPrint(t *testing.T) {
 			t.Errorf("-o %s: %v\n%q\nwant\n%q", tc.format, err, out.String(), tc.want)
 		}
 	}
-	if err := Print(&bytes.Buffer{}, "xml", items, header, row); err == nil || !strings.Contains(err.Error(), "use table, wide, json or yaml") {
+	if err := Print(&bytes.Buffer{}, "xml", items, header, row); err == nil || !strings.Contains(err.Error(), "use table, wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns") {
 		t.Errorf("-o xml: %v", err)
 	}
 	var out bytes.Buffer
 	if err := Print[thing](&out, "json", nil, header, row); err != nil || !strings.Contains(out.String(), `"items": []`) {
 		t.Errorf("empty json: %q", out.String())
+	}
+}
+
+type named struct {
+	Name  string            `json:"name"`
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+func (n named) ResourceName() string { return "jobset.jobset.x-k8s.io/" + n.Name }
+
+// TestKubectlFormats: -o name, jsonpath and custom-columns behave as
+// kubectl's on what -o json prints.
+func TestKubectlFormats(t *testing.T) {
+	items := []named{{Name: "a", Extra: map[string]string{"queue": "q1"}}, {Name: "b"}}
+	none := func(bool) string { return "" }
+	for _, tc := range []struct{ format, want, err string }{
+		{format: "name", want: "jobset.jobset.x-k8s.io/a\njobset.jobset.x-k8s.io/b\n"},
+		{format: "jsonpath={.items[*].name}", want: "a b"},
+		{format: `jsonpath={range .items[*]}{.name}{"\t"}{.extra.queue}{"\n"}{end}`, want: "a\tq1\nb\t\n"},
+		{format: "custom-columns=NAME:.name,QUEUE:.extra.queue", want: "NAME  QUEUE\na     q1\nb     <none>\n"},
+		{format: "custom-columns=NAME:{.name}", want: "NAME\na\nb\n"},
+		{format: "jsonpath={.items[", err: "bad jsonpath template"},
+		{format: "jsonpath=", err: "the template is empty"},
+		{format: "custom-columns=NAME", err: `"NAME" is not NAME:.path`},
+	} {
+		var out bytes.Buffer
+		err := Print(&out, tc.format, items, none, func(named, bool) string { return "" })
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("-o %s: error %v, want %q", tc.format, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || out.String() != tc.want {
+			t.Errorf("-o %s: %v\n%q\nwant\n%q", tc.format, err, out.String(), tc.want)
+		}
+	}
+	if err := Print(&bytes.Buffer{}, "name", []thing{{"a", 1}}, none, func(thing, bool) string { return "" }); err == nil || !strings.Contains(err.Error(), "not API objects") {
+		t.Errorf("-o name of plain items: %v", err)
+	}
+	var out bytes.Buffer
+	if err := PrintObject(&out, "jsonpath={.name}", named{Name: "x"}); err != nil || out.String() != "x" {
+		t.Errorf("one object through jsonpath: %v %q", err, out.String())
 	}
 }

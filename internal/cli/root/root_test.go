@@ -34,7 +34,7 @@ func TestCommands(t *testing.T) {
 
 		// No cluster: said on stderr, exit 1.
 		{args: []string{"status"}, code: 1, stderr: "no cluster in", stdoutEmpty: true},
-		{args: []string{"status", "-o", "xml"}, code: 1, stderr: `-o "xml": use table, wide, json or yaml`, stdoutEmpty: true},
+		{args: []string{"status", "-o", "xml"}, code: 1, stderr: `-o "xml": use table, wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns=NAME:.path,...`, stdoutEmpty: true},
 		{args: []string{"nodepool", "status", "-o", "table"}, code: 1, stderr: `-o "table": use json or yaml`, stdoutEmpty: true},
 		{args: []string{"status", "-w"}, code: 1, stderr: "--watch follows one JobSet: name it", stdoutEmpty: true},
 		{args: []string{"status", "js"}, code: 1, stderr: "start one with `multislice up`", stdoutEmpty: true},

@@ -144,6 +144,9 @@ type listed struct {
 	Conditions string      `json:"-"`
 }
 
+// ResourceName is the workload's JobSet as `kubectl get -o name` names it.
+func (l listed) ResourceName() string { return "jobset.jobset.x-k8s.io/" + l.Name }
+
 func newCmdList(f *cli.Factory) *cobra.Command {
 	var ns, output string
 	cmd := &cobra.Command{

@@ -1,0 +1,145 @@
+package jobset
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/placement"
+	"github.com/multislice/multislice/internal/testobj"
+)
+
+// pools are free, healthy domains of two hosts each.
+func pools(names ...string) []placement.Domain {
+	var out []placement.Domain
+	for _, n := range names {
+		d := placement.Domain{Value: n, ExpectedHosts: 2}
+		for _, h := range []string{"-0", "-1"} {
+			d.Nodes = append(d.Nodes, placement.Node{Name: n + h, Healthy: true, Labels: map[string]string{gke.NodePoolLabel: n}})
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// TestPlaceIsAStageOfDecide: Decide itself pins the Jobs it creates, or
+// holds them all back with the condition and the requeue, and says what
+// placement's memory must change.
+func TestPlaceIsAStageOfDecide(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	js := testobj.NewJobSet("ns", "train").ReplicatedJob("slice", 2, 2).
+		Edit(func(js *api.JobSet) {
+			js.Annotations = map[string]string{api.ExclusiveKey: gke.NodePoolLabel}
+			js.UID, js.CreationTimestamp = "u", metav1.NewTime(now)
+		}).Obj()
+	cases := []struct {
+		name      string
+		snapshot  placement.Snapshot
+		pins      map[string]string
+		wantPins  map[string]string // Job -> pool; nil: it waits
+		wantWhy   string
+		noPlacing bool
+	}{
+		{name: "free pools: every Job pinned at once",
+			snapshot: placement.Snapshot{Domains: pools("np-0", "np-1", "np-2")},
+			wantPins: map[string]string{"train-slice-0": "np-0", "train-slice-1": "np-1"}},
+		{name: "a Job recreated comes back to its pool",
+			snapshot: placement.Snapshot{Domains: pools("np-0", "np-1", "np-2")},
+			pins:     map[string]string{"train-slice-0": "np-2"},
+			wantPins: map[string]string{"train-slice-0": "np-2", "train-slice-1": "np-0"}},
+		{name: "another's reservation is not free",
+			snapshot: placement.Snapshot{Domains: pools("np-0", "np-1", "np-2"), Held: map[string]map[string]string{"ns/other": {"other-slice-0": "np-0"}}},
+			wantPins: map[string]string{"train-slice-0": "np-1", "train-slice-1": "np-2"}},
+		{name: "too few free pools: all wait",
+			snapshot: func() placement.Snapshot {
+				d := pools("np-0", "np-1")
+				d[1].Holder = "ns/other"
+				return placement.Snapshot{Domains: d}
+			}(),
+			wantWhy: "needs 2 free pools (2 hosts each); 1 are free"},
+		{name: "an older JobSet waiting for the same pools goes first",
+			snapshot: placement.Snapshot{Domains: pools("np-0", "np-1"), Waiting: []placement.Waiter{{JobSet: "ns/old", Key: gke.NodePoolLabel,
+				Created: now.Add(-time.Hour), Request: placement.Request{JobSet: "ns/old", Key: gke.NodePoolLabel,
+					Jobs: []placement.JobRequest{{Name: "old-slice-0", Pods: 2}, {Name: "old-slice-1", Pods: 2}}}}}},
+			wantWhy: "waiting behind ns/old"},
+		{name: "no placement observed: the scheduler places", noPlacing: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Observed{JobSet: js, Now: now}
+			if !tc.noPlacing {
+				o.Placement = &Placement{Key: gke.NodePoolLabel, Snapshot: tc.snapshot, Pins: tc.pins}
+			}
+			p := Decide(o)
+			cond := meta.FindStatusCondition(p.Status.Conditions, string(TopologyAssigned))
+			if tc.noPlacing {
+				if cond != nil || p.HoldDomains != nil || p.WaitForDomains != nil || len(p.Create) != 2 {
+					t.Fatalf("placed without a placement: condition %v, hold %v, wait %v, create %d", cond, p.HoldDomains, p.WaitForDomains, len(p.Create))
+				}
+				return
+			}
+			if tc.wantPins == nil {
+				if len(p.Create) != 0 || p.WaitForDomains == nil || p.HoldDomains != nil || p.RequeueAfter != waitingRequeue {
+					t.Fatalf("create %d, wait %v, hold %v, requeue %v; want nothing created, waiting, requeue %v",
+						len(p.Create), p.WaitForDomains, p.HoldDomains, p.RequeueAfter, waitingRequeue)
+				}
+				if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != api.InsufficientCapacityReason || !strings.Contains(cond.Message, tc.wantWhy) {
+					t.Fatalf("condition %+v, want False %s saying %q", cond, api.InsufficientCapacityReason, tc.wantWhy)
+				}
+				if !p.StatusChanged || !cond.LastTransitionTime.Time.Equal(now) {
+					t.Fatalf("status changed %v, condition at %v: want written, at the observed time", p.StatusChanged, cond.LastTransitionTime)
+				}
+				return
+			}
+			got := map[string]string{}
+			for _, j := range p.Create {
+				got[j.Name] = j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel]
+				if j.Annotations[api.AssignedDomainAnnotation] != got[j.Name] {
+					t.Errorf("%s: annotation %q, selector %q", j.Name, j.Annotations[api.AssignedDomainAnnotation], got[j.Name])
+				}
+			}
+			if !equalMaps(got, tc.wantPins) || !equalMaps(p.HoldDomains, tc.wantPins) {
+				t.Fatalf("pinned %v, hold %v; want %v", got, p.HoldDomains, tc.wantPins)
+			}
+			if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != api.DomainsAssignedReason || !p.StatusChanged {
+				t.Fatalf("condition %+v, changed %v; want True %s written", cond, p.StatusChanged, api.DomainsAssignedReason)
+			}
+		})
+	}
+}
+
+// TestReleaseWhenSuspendedOrFinished: a JobSet that stops running lets
+// its domains go, in the Plan.
+func TestReleaseWhenSuspendedOrFinished(t *testing.T) {
+	now := time.Now()
+	suspended := testobj.NewJobSet("ns", "a").ReplicatedJob("slice", 1, 1).Suspend(true).Obj()
+	done := testobj.NewJobSet("ns", "b").ReplicatedJob("slice", 1, 1).Obj()
+	done.Status.Conditions = []metav1.Condition{{Type: string(api.JobSetCompleted), Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}}
+	running := testobj.NewJobSet("ns", "c").ReplicatedJob("slice", 1, 1).Obj()
+	for _, tc := range []struct {
+		js   *api.JobSet
+		want bool
+	}{{suspended, true}, {done, true}, {running, false}} {
+		if got := Decide(Observed{JobSet: tc.js, Now: now, Jobs: []*batchv1.Job{}}).ReleaseDomains; got != tc.want {
+			t.Errorf("%s: release %v, want %v", tc.js.Name, got, tc.want)
+		}
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
