@@ -143,3 +143,37 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestWaitingMessageWritesAreSpaced: a waiting JobSet whose message alone
+// changes writes it at most every waitingMessageInterval; a change of
+// state is written at once.
+func TestWaitingMessageWritesAreSpaced(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	waiting := func(msg string) metav1.Condition {
+		return metav1.Condition{Type: string(TopologyAssigned), Status: metav1.ConditionFalse, Reason: api.InsufficientCapacityReason, Message: msg}
+	}
+	assigned := metav1.Condition{Type: string(TopologyAssigned), Status: metav1.ConditionTrue, Reason: api.DomainsAssignedReason}
+	cases := []struct {
+		name      string
+		old, new  metav1.Condition
+		sinceLast time.Duration
+		written   bool
+	}{
+		{"message only, 2 s after the last write", waiting("3 are free"), waiting("2 are free"), 2 * time.Second, false},
+		{"message only, 11 s after", waiting("3 are free"), waiting("2 are free"), 11 * time.Second, true},
+		{"placed: at once", waiting("3 are free"), assigned, 2 * time.Second, true},
+	}
+	for _, tc := range cases {
+		js := testobj.NewJobSet("ns", "q").ReplicatedJob("slice", 1, 1).Obj()
+		js.Status.Conditions = []metav1.Condition{tc.old}
+		p := Plan{StatusChanged: true, Status: *js.Status.DeepCopy()}
+		p.Status.Conditions = []metav1.Condition{tc.new}
+		batchCounts(Observed{JobSet: js, Now: now, CountsInterval: time.Second, LastStatusWrite: now.Add(-tc.sinceLast)}, &p)
+		if p.StatusChanged != tc.written {
+			t.Errorf("%s: written %v, want %v", tc.name, p.StatusChanged, tc.written)
+		}
+		if !tc.written && p.RequeueAfter != waitingMessageInterval-tc.sinceLast {
+			t.Errorf("%s: requeue %v, want %v", tc.name, p.RequeueAfter, waitingMessageInterval-tc.sinceLast)
+		}
+	}
+}

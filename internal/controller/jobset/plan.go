@@ -222,19 +222,47 @@ func Decide(o Observed) (p Plan) {
 	return p
 }
 
+// waitingMessageInterval spaces the writes of a waiting JobSet whose
+// InsufficientCapacity message alone changes ("4 are free", "3 are
+// free"): ten JobSets queued behind 300 being placed would otherwise write
+// their status and an event 3,000 times, load that delays the very
+// placements they wait for.
+const waitingMessageInterval = 10 * time.Second
+
 // batchCounts postpones a status write that changes nothing but counts
-// when the last write was less than CountsInterval ago; the requeue brings
-// it back, so the counts are at most that stale.
+// when the last write was less than CountsInterval ago (a waiting
+// JobSet's message: waitingMessageInterval); the requeue brings it back,
+// so the status is at most that stale.
 func batchCounts(o Observed, p *Plan) {
-	if !p.StatusChanged || o.CountsInterval == 0 || o.LastStatusWrite.IsZero() || !onlyCountsChanged(&o.JobSet.Status, &p.Status) {
+	if !p.StatusChanged || o.CountsInterval == 0 || o.LastStatusWrite.IsZero() {
 		return
 	}
-	if wait := o.CountsInterval - o.Now.Sub(o.LastStatusWrite); wait > 0 {
+	interval := o.CountsInterval
+	if !onlyCountsChanged(&o.JobSet.Status, &p.Status) {
+		if !onlyWaitingMessageChanged(&o.JobSet.Status, &p.Status) {
+			return
+		}
+		interval = waitingMessageInterval
+	}
+	if wait := interval - o.Now.Sub(o.LastStatusWrite); wait > 0 {
 		p.StatusChanged = false
 		if p.RequeueAfter == 0 || wait < p.RequeueAfter {
 			p.RequeueAfter = wait
 		}
 	}
+}
+
+// onlyWaitingMessageChanged: the JobSet waits for domains before and
+// after, and what changed is the message saying why (or counts).
+func onlyWaitingMessageChanged(old, new *api.JobSetStatus) bool {
+	a, b := old.DeepCopy(), new.DeepCopy()
+	ca, cb := meta.FindStatusCondition(a.Conditions, string(TopologyAssigned)), meta.FindStatusCondition(b.Conditions, string(TopologyAssigned))
+	if ca == nil || cb == nil || ca.Status != metav1.ConditionFalse || cb.Status != metav1.ConditionFalse ||
+		ca.Reason != api.InsufficientCapacityReason || cb.Reason != api.InsufficientCapacityReason {
+		return false
+	}
+	cb.Message = ca.Message
+	return onlyCountsChanged(a, b)
 }
 
 // onlyCountsChanged: the new status differs from the old only in Job
