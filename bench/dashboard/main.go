@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/bench/benchcluster"
+	"github.com/multislice/multislice/test/framework"
 )
 
 func main() {
@@ -54,7 +54,7 @@ func main() {
 }
 
 func run(bin string, slices, changes int) error {
-	c, err := benchcluster.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
+	c, err := framework.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
 		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), nil)
 	if err != nil {
 		return err

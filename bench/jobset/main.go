@@ -32,8 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/bench/benchcluster"
 	"github.com/multislice/multislice/internal/testobj"
+	"github.com/multislice/multislice/test/framework"
 )
 
 func main() {
@@ -56,7 +56,7 @@ type state struct {
 }
 
 func run(bin string, replicas, noise int) error {
-	c, err := benchcluster.Up(bin, "", nil)
+	c, err := framework.Up(bin, "", nil)
 	if err != nil {
 		return err
 	}

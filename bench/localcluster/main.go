@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/multislice/multislice/bench/benchcluster"
+	"github.com/multislice/multislice/test/framework"
 )
 
 func main() {
@@ -74,7 +74,7 @@ func measure(bin, fleet string) (time.Duration, string, error) {
 // it started, then stops it.
 func up(bin, fleet string, upArgs ...string) (time.Duration, string, error) {
 	start := time.Now()
-	c, err := benchcluster.Up(bin, fleet, nil, upArgs...)
+	c, err := framework.Up(bin, fleet, nil, upArgs...)
 	if err != nil {
 		return 0, "", err
 	}

@@ -44,9 +44,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/bench/benchcluster"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/test/framework"
 )
 
 const hosts = 16 // v4 4x4x4
@@ -74,13 +74,14 @@ func main() {
 type queueFlags struct{ jobsets, queued, queuedSlices int }
 
 func run(bin string, slices int, order []string, q queueFlags) error {
-	c, err := benchcluster.Up(bin, fmt.Sprintf(`apiVersion: multislice.dev/v1alpha1
+	c, err := framework.Up(bin, fmt.Sprintf(`apiVersion: multislice.dev/v1alpha1
 kind: Fleet
 groups:
 - {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}
 pools:
 - {name: default-pool, machineType: e2-standard-8, numNodes: 1}
-`, slices), nil)
+limits: {nodes: %d}
+`, slices, slices*hosts+1), nil)
 	if err != nil {
 		return err
 	}

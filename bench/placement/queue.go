@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/bench/benchcluster"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/test/framework"
 )
 
 // queue is the many-JobSets mode (-jobsets N): N one-slice JobSets
@@ -47,7 +47,7 @@ type queueRound struct {
 	rss, hwm int64
 }
 
-func runQueue(c *benchcluster.Cluster, b *bench, jobsets, queued, queuedSlices int, order []string) error {
+func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int, order []string) error {
 	q := &queue{bench: b, jobsets: jobsets, queued: queued, queuedSlices: queuedSlices}
 	ctx := context.Background()
 	rounds := map[string][]queueRound{}

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/bench/benchcluster"
+	"github.com/multislice/multislice/test/framework"
 )
 
 func main() {
@@ -51,7 +51,7 @@ func main() {
 }
 
 func run(bin, mode string, faults, upArgs []string, managerArgs string, limit time.Duration) error {
-	c, err := benchcluster.Up(bin, "", []string{"MULTISLICE_MANAGER_ARGS=" + managerArgs}, upArgs...)
+	c, err := framework.Up(bin, "", []string{"MULTISLICE_MANAGER_ARGS=" + managerArgs}, upArgs...)
 	if err != nil {
 		return err
 	}

@@ -39,8 +39,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/bench/benchcluster"
 	"github.com/multislice/multislice/internal/agent"
+	"github.com/multislice/multislice/test/framework"
 )
 
 func main() {
@@ -68,7 +68,7 @@ type result struct {
 }
 
 func run(bin string, slices, rounds int) error {
-	c, err := benchcluster.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
+	c, err := framework.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
 		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), nil, "--feature-gates=InPlaceRestart=true")
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func run(bin string, slices, rounds int) error {
 }
 
 // round runs one JobSet: start, one pod fails, measure, delete.
-func round(c *benchcluster.Cluster, slices int, inPlace bool, name string) (result, error) {
+func round(c *framework.Cluster, slices int, inPlace bool, name string) (result, error) {
 	ctx := context.Background()
 	pods := slices * 16
 	js := jobSet(name, slices, inPlace)

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/bench/benchcluster"
+	"github.com/multislice/multislice/test/framework"
 )
 
 const fleet = `apiVersion: multislice.dev/v1alpha1
@@ -64,7 +64,7 @@ func main() {
 func run(bin string, duration, minGap, maxGap time.Duration, seed uint64) error {
 	fmt.Printf("soak: %s of faults every %s-%s, seed %d\n", duration, minGap, maxGap, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	c, err := benchcluster.Up(bin, fleet, nil, "--repair-delay=10s")
+	c, err := framework.Up(bin, fleet, nil, "--repair-delay=10s")
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func run(bin string, duration, minGap, maxGap time.Duration, seed uint64) error 
 }
 
 // inject picks a JobSet and one of the pools it holds, and a fault.
-func inject(ctx context.Context, c *benchcluster.Cluster, rng *rand.Rand, names []string) (*fault, error) {
+func inject(ctx context.Context, c *framework.Cluster, rng *rand.Rand, names []string) (*fault, error) {
 	name := names[rng.IntN(len(names))]
 	var js api.JobSet
 	if err := c.Objects.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &js); err != nil {
@@ -151,7 +151,7 @@ func inject(ctx context.Context, c *benchcluster.Cluster, rng *rand.Rand, names 
 
 // allRunning: every JobSet has all its pods Running at its current attempt
 // and none other.
-func allRunning(ctx context.Context, c *benchcluster.Cluster, names []string) bool {
+func allRunning(ctx context.Context, c *framework.Cluster, names []string) bool {
 	for _, name := range names {
 		var js api.JobSet
 		if err := c.Objects.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &js); err != nil {
@@ -177,7 +177,7 @@ func allRunning(ctx context.Context, c *benchcluster.Cluster, names []string) bo
 	return true
 }
 
-func waitAllRunning(ctx context.Context, c *benchcluster.Cluster, names []string, limit time.Duration) error {
+func waitAllRunning(ctx context.Context, c *framework.Cluster, names []string, limit time.Duration) error {
 	for began := time.Now(); time.Since(began) < limit; time.Sleep(500 * time.Millisecond) {
 		if allRunning(ctx, c, names) {
 			return nil
@@ -188,7 +188,7 @@ func waitAllRunning(ctx context.Context, c *benchcluster.Cluster, names []string
 
 // findOrphans lists Jobs of an earlier attempt that are not going away and
 // pods whose Job is gone, once the cluster has settled.
-func findOrphans(ctx context.Context, c *benchcluster.Cluster, names []string) []string {
+func findOrphans(ctx context.Context, c *framework.Cluster, names []string) []string {
 	var out []string
 	for _, name := range names {
 		var js api.JobSet

@@ -46,7 +46,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/bench/benchcluster"
+	"github.com/multislice/multislice/test/framework"
 )
 
 const checkpoints = "/var/tmp/multislice-checkpoints/trainer" // the examples' hostPath
@@ -77,7 +77,7 @@ func run(bin string, rounds int, hostLost bool) error {
 	if err != nil {
 		return fmt.Errorf("run from the repository's root: %w", err)
 	}
-	c, err := benchcluster.Up(bin, string(fleet), nil, "--feature-gates=InPlaceRestart=true")
+	c, err := framework.Up(bin, string(fleet), nil, "--feature-gates=InPlaceRestart=true")
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func run(bin string, rounds int, hostLost bool) error {
 // coordinator's host once a checkpoint exists, and returns the fault to
 // the node NotReady, to the controller deleting that slice's pods, to
 // every worker's first step after resuming; then starts the kubelet again.
-func hostLostRound(c *benchcluster.Cluster) ([]time.Duration, error) {
+func hostLostRound(c *framework.Cluster) ([]time.Duration, error) {
 	ctx := context.Background()
 	js, err := startTrainer(ctx, c, "examples/trainer-in-place-jobset.yaml")
 	if err != nil {
@@ -211,7 +211,7 @@ func nodeReady(n *corev1.Node) bool {
 
 // round starts the trainer from no checkpoint, kills a worker once a
 // checkpoint exists, and returns the phases of the restart, then deletes it.
-func round(c *benchcluster.Cluster, file string, inPlace bool) ([]time.Duration, error) {
+func round(c *framework.Cluster, file string, inPlace bool) ([]time.Duration, error) {
 	ctx := context.Background()
 	js, err := startTrainer(ctx, c, file)
 	if err != nil {
@@ -287,7 +287,7 @@ func round(c *benchcluster.Cluster, file string, inPlace bool) ([]time.Duration,
 
 // startTrainer creates the JobSet of file with no checkpoint, and returns
 // once its four trainers run and a checkpoint exists.
-func startTrainer(ctx context.Context, c *benchcluster.Cluster, file string) (*api.JobSet, error) {
+func startTrainer(ctx context.Context, c *framework.Cluster, file string) (*api.JobSet, error) {
 	if err := os.RemoveAll(checkpoints); err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func startTrainer(ctx context.Context, c *benchcluster.Cluster, file string) (*a
 }
 
 // deleteTrainer deletes the JobSet and waits until its pods are gone.
-func deleteTrainer(ctx context.Context, c *benchcluster.Cluster, js *api.JobSet) {
+func deleteTrainer(ctx context.Context, c *framework.Cluster, js *api.JobSet) {
 	_ = c.Objects.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))
 	for i := 0; i < 300 && (len(pods(ctx, c)) > 0 || c.Objects.Get(ctx, client.ObjectKeyFromObject(js), &api.JobSet{}) == nil); i++ {
 		time.Sleep(200 * time.Millisecond)
@@ -331,7 +331,7 @@ func deleteTrainer(ctx context.Context, c *benchcluster.Cluster, js *api.JobSet)
 // trainerTimes reads a trainer's log: when its process printed its first
 // line, when it resumed from the checkpoint, and when it completed the
 // first step after that.
-func trainerTimes(ctx context.Context, c *benchcluster.Cluster, p corev1.Pod) (start, resumed, step time.Time, ok bool) {
+func trainerTimes(ctx context.Context, c *framework.Cluster, p corev1.Pod) (start, resumed, step time.Time, ok bool) {
 	raw, err := c.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "trainer", Timestamps: true}).DoRaw(ctx)
 	if err != nil {
 		return start, resumed, step, false
@@ -355,7 +355,7 @@ func trainerTimes(ctx context.Context, c *benchcluster.Cluster, p corev1.Pod) (s
 	return start, resumed, step, false
 }
 
-func pods(ctx context.Context, c *benchcluster.Cluster) []corev1.Pod {
+func pods(ctx context.Context, c *framework.Cluster) []corev1.Pod {
 	list, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=trainer"})
 	if err != nil {
 		return nil

@@ -1,6 +1,7 @@
-// Package framework is what the integration and end-to-end suites share:
-// running the multislice binary against a cluster in a temporary
-// $MULTISLICE_HOME, a client for it, and polling helpers.
+// Package framework is what the integration and end-to-end suites and the
+// benchmark programs share: running the multislice binary against a
+// cluster in a temporary $MULTISLICE_HOME, clients for it, the CPU and
+// memory its components use, and polling helpers.
 package framework
 
 import (
@@ -15,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/multislice/multislice/internal/manager"
 )
@@ -58,20 +61,24 @@ func RequireE2E(t testing.TB) {
 	}
 }
 
-// Cluster is a local cluster started by a test.
+// Cluster is a local cluster started by a test (StartCluster) or a
+// benchmark program (Up).
 type Cluster struct {
-	Home   string
-	Config *rest.Config
-	Client kubernetes.Interface
+	// Home is its $MULTISLICE_HOME, Bin the directory of the binaries.
+	Home, Bin string
+	Config    *rest.Config
+	Client    kubernetes.Interface
 	// Objects is a controller-runtime client that also knows JobSets.
 	Objects client.Client
-	t       testing.TB
+	// Env is added to every multislice invocation (e.g. MULTISLICE_MANAGER_ARGS=...).
+	Env []string
+	t   testing.TB // nil for a program's cluster
 }
 
 // Run runs `multislice args...` against the cluster's home and returns its
 // combined output.
 func (c *Cluster) Run(args ...string) (string, error) {
-	return RunIn(c.t, c.Home, args...)
+	return run(c.Bin, c.Home, c.Env, args...)
 }
 
 // MustRun is Run that fails the test on error.
@@ -86,8 +93,12 @@ func (c *Cluster) MustRun(args ...string) string {
 
 // RunIn runs multislice with MULTISLICE_HOME=home.
 func RunIn(t testing.TB, home string, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(BinDir(t), "multislice"), args...)
-	cmd.Env = append(os.Environ(), "MULTISLICE_HOME="+home, "MULTISLICE_BIN_DIR="+BinDir(t))
+	return run(BinDir(t), home, nil, args...)
+}
+
+func run(bin, home string, env []string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(bin, "multislice"), args...)
+	cmd.Env = append(append(os.Environ(), "MULTISLICE_HOME="+home, "MULTISLICE_BIN_DIR="+bin), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -99,7 +110,7 @@ func RunIn(t testing.TB, home string, args ...string) (string, error) {
 func StartCluster(t testing.TB, args ...string) (*Cluster, string) {
 	t.Helper()
 	home := t.TempDir()
-	c := &Cluster{Home: home, t: t}
+	c := &Cluster{Home: home, Bin: BinDir(t), t: t}
 	t.Cleanup(func() {
 		if out, err := c.Run("down"); err != nil {
 			t.Errorf("multislice down: %v\n%s", err, out)
@@ -107,17 +118,26 @@ func StartCluster(t testing.TB, args ...string) (*Cluster, string) {
 	})
 	c.keepOnFailure()
 	out := c.MustRun(append([]string{"up"}, args...)...)
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(home, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	c.Config = cfg
-	c.Client = kubernetes.NewForConfigOrDie(cfg)
-	if c.Objects, err = client.New(cfg, client.Options{Scheme: manager.Scheme()}); err != nil {
+	if err := c.connect(200, 400); err != nil {
 		t.Fatal(err)
 	}
 	return c, out
+}
+
+// connect makes the cluster's clients from its kubeconfig.
+func (c *Cluster) connect(qps float32, burst int) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.Home, "kubeconfig"))
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	log.SetLogger(logr.Discard()) // controller-runtime's client would warn that no logger is set
+	c.Config = cfg
+	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	c.Objects, err = client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	return err
 }
 
 // FleetFile writes a fleet config with the given multislice groups (one

@@ -1,40 +1,20 @@
-// Package benchcluster starts a local cluster for a benchmark program: the
-// built multislice binary in a temporary $MULTISLICE_HOME, with clients.
-package benchcluster
+package framework
 
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
-// Cluster is a running local cluster.
-type Cluster struct {
-	Home, Bin string
-	Config    *rest.Config
-	Client    kubernetes.Interface
-	Objects   client.Client // also knows JobSets
-	// Env is added to every multislice invocation (e.g. MULTISLICE_MANAGER_ARGS=...).
-	Env []string
-}
-
-// Up runs `multislice up upArgs...` with the binaries in bin; fleet, when
-// not empty, is written to a file and passed with --fleet. Call Down after.
+// Up starts a cluster for a benchmark program: `multislice up upArgs...`
+// with the binaries in bin; fleet, when not empty, is written to a file and
+// passed with --fleet. Call Down after.
 func Up(bin, fleet string, env []string, upArgs ...string) (*Cluster, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
@@ -57,26 +37,11 @@ func Up(bin, fleet string, env []string, upArgs ...string) (*Cluster, error) {
 		c.Down()
 		return nil, fmt.Errorf("up: %v\n%s", err, out)
 	}
-	if c.Config, err = clientcmd.BuildConfigFromFlags("", filepath.Join(home, "kubeconfig")); err != nil {
-		c.Down()
-		return nil, err
-	}
-	c.Config.QPS, c.Config.Burst = 1000, 2000
-	log.SetLogger(logr.Discard()) // controller-runtime's client would warn that no logger is set
-	c.Client = kubernetes.NewForConfigOrDie(c.Config)
-	if c.Objects, err = client.New(c.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+	if err := c.connect(1000, 2000); err != nil {
 		c.Down()
 		return nil, err
 	}
 	return c, nil
-}
-
-// Run runs multislice against the cluster.
-func (c *Cluster) Run(args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(c.Bin, "multislice"), args...)
-	cmd.Env = append(append(os.Environ(), "MULTISLICE_HOME="+c.Home, "MULTISLICE_BIN_DIR="+c.Bin), c.Env...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // Down stops the cluster and removes its home.
