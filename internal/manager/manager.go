@@ -277,13 +277,27 @@ func addWebhooks(mgr ctrl.Manager, clientset kubernetes.Interface, o Options, ca
 	return mgr.Add(&certRenewer{client: clientset, options: o, bundle: ca})
 }
 
-// slimNode drops what placement never reads (image lists are the bulk of a
-// Node), so caching every node stays cheap at 15,000 nodes.
+// slimNode keeps what the manager reads of a node (placement, slice
+// health): its name, labels, taints, cordon, deletion and readiness. The
+// rest (images, addresses, capacity, node info, the other conditions and
+// their heartbeats) is most of a Node, so 5,000 nodes stay cheap to cache.
 func slimNode(obj any) (any, error) {
-	if n, ok := obj.(*corev1.Node); ok {
-		n.ManagedFields, n.Status.Images = nil, nil
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
 	}
-	return obj, nil
+	slim := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
+			Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp},
+		Spec: corev1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable},
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason,
+				Message: c.Message, LastTransitionTime: c.LastTransitionTime}}
+		}
+	}
+	return slim, nil
 }
 
 // boundAndActive selects the pods that occupy a node: placement must see

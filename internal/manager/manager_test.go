@@ -3,6 +3,7 @@ package manager
 import (
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 )
 
 func TestSlimPodKeepsWhatPlacementAndRepairRead(t *testing.T) {
@@ -35,5 +37,36 @@ func TestSlimPodKeepsWhatPlacementAndRepairRead(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("slimPod:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestSlimNodeKeepsWhatPlacementAndSliceHealthRead: the facts placement
+// and slice health decide on survive the slimming unchanged.
+func TestSlimNodeKeepsWhatPlacementAndSliceHealthRead(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "h0", Labels: map[string]string{gke.NodePoolLabel: "np-0", gke.ActiveMaintenanceLabel: "ONGOING"},
+			Annotations: map[string]string{"big": strings.Repeat("x", 4096)}, DeletionTimestamp: &since},
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: gke.ImpendingTerminationTaint, Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: since, LastHeartbeatTime: since}},
+			Images:   []corev1.ContainerImage{{Names: []string{strings.Repeat("i", 1024)}}},
+			NodeInfo: corev1.NodeSystemInfo{KernelVersion: "6.1"},
+		},
+	}
+	got, err := slimNode(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := got.(*corev1.Node)
+	a, _ := gke.NotReadySince(node)
+	b, _ := gke.NotReadySince(slim)
+	if gke.NodeReady(slim) != gke.NodeReady(node) || gke.HostProblem(slim) != gke.HostProblem(node) ||
+		gke.FitForWork(slim) != gke.FitForWork(node) || !a.Equal(b) || len(slim.Labels) != 2 || len(slim.Spec.Taints) != 1 {
+		t.Errorf("the slim node decides differently: %+v", slim)
+	}
+	if slim.Annotations != nil || slim.Status.Images != nil || slim.Status.NodeInfo.KernelVersion != "" || len(slim.Status.Conditions) != 1 {
+		t.Errorf("kept what nothing reads: %+v", slim)
 	}
 }
