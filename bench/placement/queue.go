@@ -70,7 +70,7 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		}
 		r := queueRound{took: took, cpu: c.CPU()[manager] - cpu[manager]}
 		r.rss, r.hwm = c.RSS(manager)
-		waiting, err := q.waitingQueued(ctx)
+		queued, err := q.queuedState(ctx)
 		if err != nil {
 			return err
 		}
@@ -80,9 +80,9 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		} else {
 			rounds[scenario] = append(rounds[scenario], r)
 		}
-		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); queued JobSets waiting with TopologyAssigned=False: %d of %d (CPU: %s)\n",
+		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); %s (CPU: %s)\n",
 			label, jobsets, jobsets*hosts, took.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/float64(jobsets),
-			r.rss>>20, r.hwm>>20, waiting, q.queued, c.CPUSince(cpu))
+			r.rss>>20, r.hwm>>20, queued, c.CPUSince(cpu))
 		if err := b.cleanup(ctx); err != nil {
 			return err
 		}
@@ -184,18 +184,27 @@ func createEach[T client.Object](ctx context.Context, c client.Client, objs []T)
 	return errors.Join(errs...)
 }
 
-// waitingQueued counts the queued JobSets that say why they wait.
-func (q *queue) waitingQueued(ctx context.Context) (int, error) {
+// queuedState says what became of the queued JobSets: how many are
+// placed (TopologyAssigned=True), wait saying why (False), or have no
+// word yet.
+func (q *queue) queuedState(ctx context.Context) (string, error) {
 	var sets api.JobSetList
 	if err := q.cl.List(ctx, &sets, client.InNamespace("default")); err != nil {
-		return 0, err
+		return "", err
 	}
-	n := 0
+	placed, waiting, silent := 0, 0, 0
 	for _, js := range sets.Items {
-		c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetTopologyAssigned))
-		if c != nil && c.Status == metav1.ConditionFalse && js.Spec.ReplicatedJobs[0].Replicas > 1 {
-			n++
+		if js.Spec.ReplicatedJobs[0].Replicas == 1 {
+			continue
+		}
+		switch c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetTopologyAssigned)); {
+		case c == nil:
+			silent++
+		case c.Status == metav1.ConditionTrue:
+			placed++
+		default:
+			waiting++
 		}
 	}
-	return n, nil
+	return fmt.Sprintf("queued JobSets: %d placed, %d waiting with TopologyAssigned=False, %d without the condition", placed, waiting, silent), nil
 }

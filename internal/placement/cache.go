@@ -249,7 +249,8 @@ func (c *Cache) removePod(pod, node string) {
 }
 
 // Hold reserves domains for a JobSet's Jobs (Job name -> domain), those
-// not created yet included, and takes it off the queue.
+// not created yet included, and takes it off the queue. The map is the
+// cache's from then on: snapshots share it, so nobody may change it.
 func (c *Cache) Hold(jobSet string, domains map[string]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -338,7 +339,7 @@ func (c *Cache) Snapshot(key, jobSet string, uid types.UID) (Snapshot, map[strin
 		s.Domains = append(s.Domains, out)
 	}
 	for js, jobs := range c.held {
-		s.Held[js] = maps.Clone(jobs)
+		s.Held[js] = jobs // Hold stores a map nobody changes after
 	}
 	for _, w := range c.waiting {
 		s.Waiting = append(s.Waiting, w)

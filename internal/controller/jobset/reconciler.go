@@ -221,19 +221,23 @@ func onlyConflicts(err error) bool {
 	return apierrors.IsConflict(err)
 }
 
-// decide completes what was observed with the placement snapshot and
-// decides. A JobSet placed by us decides under the placing lock, and
-// placement's memory takes the plan's reservations before the next one.
+// decide decides. A JobSet whose plan creates or resumes Jobs that we
+// place decides again with a snapshot of the domain cache, under the
+// placing lock: decisions that place are taken one at a time, each
+// seeing the reservations of the one before, and placement's memory takes
+// the plan's reservations before the next. The many reconciles that place
+// nothing (a Job's counts changed) read no snapshot and take no lock.
 func (r *Reconciler) decide(ctx context.Context, js *api.JobSet, o Observed) (Plan, error) {
-	if _, ok := needsPlacement(js); ok && r.Domains != nil {
+	plan := Decide(o)
+	if _, ok := needsPlacement(js); ok && r.Domains != nil && len(plan.Create)+len(plan.Resume) > 0 {
 		r.placing.Lock()
 		defer r.placing.Unlock()
+		var err error
+		if o.Placement, err = r.observePlacement(ctx, js); err != nil {
+			return Plan{}, err
+		}
+		plan = Decide(o)
 	}
-	var err error
-	if o.Placement, err = r.observePlacement(ctx, js); err != nil {
-		return Plan{}, err
-	}
-	plan := Decide(o)
 	r.remember(js, &plan)
 	return plan, nil
 }
