@@ -267,11 +267,11 @@ func exclusiveAffinity(jobKey string) *corev1.Affinity {
 }
 
 func (b *bench) waitRunning(ctx context.Context, began time.Time, timeout time.Duration) (time.Duration, error) {
-	return b.waitPods(ctx, began, b.slices*hosts, timeout)
+	return b.waitPods(ctx, began, b.slices*hosts, func(*corev1.Pod) bool { return true }, timeout)
 }
 
-// waitPods returns how long after began want pods were Running.
-func (b *bench) waitPods(ctx context.Context, began time.Time, want int, timeout time.Duration) (time.Duration, error) {
+// waitPods returns how long after began want pods that count were Running.
+func (b *bench) waitPods(ctx context.Context, began time.Time, want int, counts func(*corev1.Pod) bool, timeout time.Duration) (time.Duration, error) {
 	for time.Since(began) < timeout {
 		pods, err := b.pods.List(labels.Everything())
 		if err != nil {
@@ -279,7 +279,7 @@ func (b *bench) waitPods(ctx context.Context, began time.Time, want int, timeout
 		}
 		n := 0
 		for _, p := range pods {
-			if p.Status.Phase == corev1.PodRunning {
+			if p.Status.Phase == corev1.PodRunning && counts(p) {
 				n++
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -64,7 +65,7 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		if err := q.submit(ctx, scenario); err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
 		}
-		took, err := b.waitPods(ctx, began, jobsets*hosts, 20*time.Minute)
+		took, err := b.waitPods(ctx, began, jobsets*hosts, oneSlice, 20*time.Minute)
 		if err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
 		}
@@ -183,6 +184,10 @@ func createEach[T client.Object](ctx context.Context, c client.Client, objs []T)
 	})
 	return errors.Join(errs...)
 }
+
+// oneSlice: a pod of one of the one-slice JobSets (the queued ones' pods,
+// should any run, do not count).
+func oneSlice(p *corev1.Pod) bool { return strings.HasPrefix(p.Labels[api.JobSetNameKey], "one-") }
 
 // queuedState says what became of the queued JobSets: how many are
 // placed (TopologyAssigned=True), wait saying why (False), or have no

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/multislice/multislice/internal/sim/localcluster"
+	"github.com/multislice/multislice/internal/home"
 )
 
 // Factory gives commands their streams and the local cluster.
@@ -76,12 +76,12 @@ func (f *Factory) Namespace(ns string) string {
 // NewFactory uses the process's stdout and stderr.
 func NewFactory() *Factory { return &Factory{Out: os.Stdout, Err: os.Stderr} }
 
-// Home is the local cluster's directory.
-func (f *Factory) Home() (localcluster.Home, error) {
+// Home is the multislice home: the local cluster's directory.
+func (f *Factory) Home() (home.Dir, error) {
 	if f.HomeDir != "" {
-		return localcluster.Home(f.HomeDir), nil
+		return home.Dir(f.HomeDir), nil
 	}
-	return localcluster.DefaultHome()
+	return home.Default()
 }
 
 // WorkloadConfig is the cluster that workload commands talk to: the one

@@ -13,7 +13,8 @@ var Layers = []struct {
 }{
 	{"api", []string{"api/", "config/"}},
 	{"facts", []string{"internal/gke", "internal/tpu", "internal/naming", "internal/features", "internal/metrics",
-		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj", "internal/podtemplate"}},
+		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj", "internal/podtemplate",
+		"internal/home"}},
 	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/workload", "internal/agent"}},
 	{"install", []string{"internal/install", "internal/release", "internal/image", "internal/kueue"}},

@@ -66,3 +66,25 @@ func TestOf(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCommandsDoNotNeedTheSimulator: the CLI's factory and the
+// commands that talk to any cluster (the manager, logs, workload) build
+// without the simulated fleet; only the local-cluster commands import it.
+func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
+	pkgs := []string{"internal/cli", "internal/cli/manager", "internal/cli/logs", "internal/cli/workload"}
+	args := []string{"list", "-deps"}
+	for _, p := range pkgs {
+		args = append(args, module+p)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, module+"internal/sim") {
+			t.Errorf("%v depend on %s: read the home through internal/home, not the simulator", pkgs, dep)
+		}
+	}
+}

@@ -61,7 +61,7 @@ func newCmdFault(f *cli.Factory, kind string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if home, err := f.Home(); err == nil {
+			if home, err := localcluster.At(f.Home()); err == nil {
 				c.StopKubelet = func(node string) error { return localcluster.StopComponent(home, localcluster.KubeletName(node)) }
 			}
 			what, err := c.Inject(cmd.Context(), kind, pool, host)
@@ -177,7 +177,7 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 			g.Go(func() error { return informers.Start(ctx) })
 			g.Go(func() error { return (&sim.Agents{Config: cfg, Cache: informers, Log: f.Out}).Run(ctx) })
 			if egressPort := flags.EgressPort; egressPort != 0 {
-				h, err := f.Home()
+				h, err := localcluster.At(f.Home())
 				if err != nil {
 					return err
 				}

@@ -12,6 +12,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cli/logs"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 	"github.com/multislice/multislice/internal/sim/realhost"
 )
 
@@ -38,7 +39,7 @@ sees the container exit, and the JobSet's failure policy restarts it.`,
 			if err != nil {
 				return err
 			}
-			home, err := f.Home()
+			home, err := localcluster.At(f.Home())
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ func NewCmdDown(f *cli.Factory) *cobra.Command {
 
 // Run stops the cluster and reports each process.
 func Run(f *cli.Factory) error {
-	home, err := f.Home()
+	home, err := localcluster.At(f.Home())
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	msimage "github.com/multislice/multislice/internal/image"
+	"github.com/multislice/multislice/internal/sim/localcluster"
 	"github.com/multislice/multislice/internal/sim/realhost"
 )
 
@@ -49,7 +50,7 @@ pods use (docker.io, registry.k8s.io and ghcr.io names are served from it). PATH
 			if err != nil {
 				return err
 			}
-			home, err := f.Home()
+			home, err := localcluster.At(f.Home())
 			if err != nil {
 				return err
 			}

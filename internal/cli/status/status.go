@@ -101,7 +101,7 @@ func Groups(groups []cloud.GroupStatus) []Group {
 // Run prints components, then node pools and multislice groups (format:
 // table or wide, or the whole as one json or yaml document).
 func Run(ctx context.Context, f *cli.Factory, format string) error {
-	home, err := f.Home()
+	home, err := localcluster.At(f.Home())
 	if err != nil {
 		return err
 	}

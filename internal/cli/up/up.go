@@ -111,7 +111,7 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	if err := localcluster.CheckManager(opts.Manager, pools); err != nil {
 		return err
 	}
-	home, err := f.Home()
+	home, err := localcluster.At(f.Home())
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/multislice/multislice/internal/home"
 )
 
 // Home is the directory that holds one local cluster.
@@ -17,19 +19,15 @@ type Home string
 
 // DefaultHome is $MULTISLICE_HOME, or ~/.multislice.
 func DefaultHome() (Home, error) {
-	if h := os.Getenv("MULTISLICE_HOME"); h != "" {
-		abs, err := filepath.Abs(h)
-		return Home(abs), err
-	}
-	dir, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("cannot find a home directory: set MULTISLICE_HOME: %w", err)
-	}
-	return Home(filepath.Join(dir, ".multislice")), nil
+	d, err := home.Default()
+	return Home(d), err
 }
 
+// At is the local cluster in a multislice home, e.g. At(f.Home()).
+func At(d home.Dir, err error) (Home, error) { return Home(d), err }
+
 // Kubeconfig is the admin kubeconfig users point kubectl at.
-func (h Home) Kubeconfig() string { return filepath.Join(string(h), "kubeconfig") }
+func (h Home) Kubeconfig() string { return home.Dir(h).Kubeconfig() }
 
 // LogDir holds one log file per component.
 func (h Home) LogDir() string { return filepath.Join(string(h), "logs") }
