@@ -211,5 +211,22 @@ func (q *queue) queuedState(ctx context.Context) (string, error) {
 			waiting++
 		}
 	}
-	return fmt.Sprintf("queued JobSets: %d placed, %d waiting with TopologyAssigned=False, %d without the condition", placed, waiting, silent), nil
+	var jobs batchv1.JobList
+	if err := q.cl.List(ctx, &jobs, client.InNamespace("default")); err != nil {
+		return "", err
+	}
+	byPool := map[string]int{}
+	for _, j := range jobs.Items {
+		if pool := j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel]; pool != "" && api.JobOutcome(&j) == "" {
+			byPool[pool]++
+		}
+	}
+	shared := 0
+	for _, n := range byPool {
+		if n > 1 {
+			shared++
+		}
+	}
+	return fmt.Sprintf("queued JobSets: %d placed, %d waiting with TopologyAssigned=False, %d without the condition; pools with two running Jobs: %d",
+		placed, waiting, silent, shared), nil
 }

@@ -26,7 +26,6 @@ func cacheNode(name, poolName string, ready bool) *corev1.Node {
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}}}
 }
 
-
 func pinned(ns, jobSet, uid, job, domain string) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job,
 		Labels: map[string]string{api.JobSetNameKey: jobSet, api.JobSetUIDKey: uid}},
