@@ -84,8 +84,8 @@ func (c *Cache) SetNode(n *corev1.Node) {
 	}
 	c.nodes[n.Name] = node
 	c.placeNode(node)
-	if node.Healthy && (!had || !old.Healthy || !maps.Equal(old.Labels, node.Labels)) {
-		c.wakeWaiting()
+	if node.Healthy && (!had || !old.Healthy || !maps.Equal(old.Labels, node.Labels) || !equalTaints(old.Taints, node.Taints)) {
+		c.wakeWaiting() // a domain may have become fit, or suitable
 	}
 }
 
@@ -270,10 +270,12 @@ func (c *Cache) Wait(w Waiter) {
 func (c *Cache) Release(jobSet string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	_, waited := c.waiting[jobSet]
+	_, held := c.held[jobSet]
 	delete(c.waiting, jobSet)
-	if _, held := c.held[jobSet]; held {
-		delete(c.held, jobSet)
-		c.wakeWaiting()
+	delete(c.held, jobSet)
+	if waited || held {
+		c.wakeWaiting() // its domains are free, or those behind it move up
 	}
 }
 

@@ -25,7 +25,7 @@ func (r *Reconciler) feedDomains(mgr ctrl.Manager) (<-chan event.GenericEvent, e
 		ns, name, _ := strings.Cut(jobSet, "/")
 		select {
 		case wake <- event.GenericEvent{Object: &api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}:
-		default: // full: the waiting JobSet's one-second look still comes
+		default: // full: the waiting JobSet's periodic look still comes
 		}
 	}
 	d := r.Domains

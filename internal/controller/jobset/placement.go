@@ -23,8 +23,11 @@ import (
 const (
 	// TopologyAssigned is the JobSet condition that reports placement.
 	TopologyAssigned = api.JobSetTopologyAssigned
-	// waitingRequeue is how often a waiting JobSet looks for capacity.
-	waitingRequeue = time.Second
+	// waitingRequeue is how often a waiting JobSet looks for capacity
+	// unasked. The domain cache wakes it whenever capacity may have freed
+	// up, so this is a backstop; at one second, ten queued JobSets spent
+	// most of the manager's CPU while 300 others were being placed.
+	waitingRequeue = 10 * time.Second
 )
 
 // Placement is what a decision of an exclusive-topology JobSet sees:
