@@ -78,13 +78,9 @@ func (r *Reconciler) feedDomains(mgr ctrl.Manager) (<-chan event.GenericEvent, e
 // node, Job and pod could give away a held domain.
 var errDomainsNotSynced = fmt.Errorf("the domain cache has not seen the whole cluster yet")
 
-// observePlacement reads what placing js needs (nil when it needs none):
-// its key's domains from the domain cache, its pins and its priority.
-func (r *Reconciler) observePlacement(ctx context.Context, js *api.JobSet) (*Placement, error) {
-	key, ok := needsPlacement(js)
-	if r.Domains == nil || !ok {
-		return nil, nil
-	}
+// observePlacement reads what placing js by key needs: key's domains from
+// the domain cache, its pins and its priority.
+func (r *Reconciler) observePlacement(ctx context.Context, js *api.JobSet, key string) (*Placement, error) {
 	if r.domainsSynced != nil && !r.domainsSynced() {
 		return nil, errDomainsNotSynced
 	}
