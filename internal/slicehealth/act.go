@@ -30,21 +30,16 @@ func expectedHosts(nodes []corev1.Node, j *batchv1.Job) int {
 	return 0
 }
 
-// fail marks the Job Failed, as the Job controller would after a pod
-// failure, but with a reason and message that name the slice and the cause.
+// fail sets the Job's FailureTarget, as the Job controller does on a pod
+// failure, with a reason and message that name the slice and the cause.
+// The Job controller then terminates the Job's pods and adds Failed with
+// the same reason: writing Failed here would end the Job while its pods
+// on the slice's healthy hosts kept running, squatting the pool.
 func (r *Reconciler) fail(ctx context.Context, j *batchv1.Job, msg string, now time.Time) error {
 	j = j.DeepCopy()
 	t := metav1.NewTime(now)
-	if j.Status.StartTime == nil {
-		j.Status.StartTime = &t
-	}
-	j.Status.Active, j.Status.Ready, j.Status.Terminating = 0, ptr.To(int32(0)), nil
-	j.Status.UncountedTerminatedPods = nil
-	j.Status.Failed++
 	j.Status.Conditions = append(j.Status.Conditions,
-		batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: Reason, Message: msg, LastTransitionTime: t, LastProbeTime: t},
-		batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: Reason, Message: msg, LastTransitionTime: t, LastProbeTime: t},
-	)
+		batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: Reason, Message: msg, LastTransitionTime: t, LastProbeTime: t})
 	return r.Client.Status().Update(ctx, j)
 }
 

@@ -175,3 +175,34 @@ func TestRestartGrace(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedSliceStopsItsPods: a slice that slice health fails, in a JobSet
+// with no restart left, stops every pod, those on its healthy hosts
+// included: the JobSet fails and nothing of it keeps its pools.
+func TestFailedSliceStopsItsPods(t *testing.T) {
+	framework.RequireE2E(t)
+	// No repair during the test: the maintenance must not end the pods.
+	c, _ := framework.StartCluster(t, "--repair-delay=10m")
+	cl := c.Objects
+	ctx := context.Background()
+	js := seedCopy(t, "multislice-job", "")
+	js.Spec.FailurePolicy.MaxRestarts = 0
+	if err := cl.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, ctx, c, 0, anyName)
+	c.MustRun("chaos", "maintenance", "--nodepool", poolOfSlice(t, ctx, c, 1))
+	began := time.Now()
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		var got api.JobSet
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
+			return false, err.Error()
+		}
+		return meta.IsStatusConditionTrue(got.Status.Conditions, string(api.JobSetFailed)), fmt.Sprintf("conditions %+v", got.Status.Conditions)
+	})
+	framework.Eventually(t, 60*time.Second, func(context.Context) (bool, string) {
+		n := runningPods(t, c, "multislice-job")
+		return n == 0, fmt.Sprintf("%d pods of the failed JobSet still Running", n)
+	})
+	t.Logf("failed slice, no restart left: JobSet failed and all its pods stopped %.1fs after the fault", time.Since(began).Seconds())
+}

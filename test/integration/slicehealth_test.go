@@ -62,7 +62,7 @@ func TestSliceHealth(t *testing.T) {
 				return false, err.Error()
 			}
 			for _, cond := range j.Status.Conditions {
-				if cond.Type == batchv1.JobFailed && cond.Reason == "SliceUnhealthy" {
+				if cond.Type == batchv1.JobFailureTarget && cond.Reason == "SliceUnhealthy" {
 					return strings.Contains(cond.Message, cause), cond.Message
 				}
 			}
