@@ -46,17 +46,28 @@ import (
 func main() {
 	slices := flag.Int("slices", 64, "slices of 16 hosts (1..128)")
 	rounds := flag.Int("rounds", 3, "restarts of each kind (1..20)")
+	kinds := flag.String("kinds", "recreate,in-place,floor", "restarts run in each round, in this order: recreate, in-place, floor")
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
 	flag.Parse()
 	if *slices < 1 || *slices > 128 || *rounds < 1 || *rounds > 20 {
 		fmt.Fprintln(os.Stderr, "-slices must be 1..128 and -rounds 1..20")
 		os.Exit(2)
 	}
-	if err := run(*bin, *slices, *rounds); err != nil {
+	order := strings.Split(*kinds, ",")
+	for _, k := range order {
+		if k != "recreate" && k != "in-place" && k != "floor" {
+			fmt.Fprintf(os.Stderr, "-kinds: unknown kind %q (want recreate, in-place or floor)\n", k)
+			os.Exit(2)
+		}
+	}
+	if err := run(*bin, *slices, *rounds, order); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
+
+// managerProcess is the manager's name among the local cluster's processes.
+const managerProcess = "multislice-manager"
 
 type result struct {
 	total, detect, fanOut, release time.Duration
@@ -65,9 +76,11 @@ type result struct {
 	lifted time.Duration
 	writes map[string]int
 	cpu    string
+	// manager is the manager's CPU during the restart.
+	manager time.Duration
 }
 
-func run(bin string, slices, rounds int) error {
+func run(bin string, slices, rounds int, kinds []string) error {
 	c, err := framework.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
 		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), nil, "--feature-gates=InPlaceRestart=true")
 	if err != nil {
@@ -77,25 +90,49 @@ func run(bin string, slices, rounds int) error {
 	pods := slices * 16
 	byKind := map[string][]result{}
 	for r := 0; r < rounds; r++ {
-		for _, inPlace := range []bool{false, true} {
-			kind := map[bool]string{false: "recreate", true: "in-place"}[inPlace]
-			res, err := round(c, slices, inPlace, fmt.Sprintf("%s-%d", kind, r))
+		for _, kind := range kinds {
+			name := fmt.Sprintf("%s-%d", kind, r)
+			var res result
+			var err error
+			if kind == "floor" {
+				res, err = floorRound(c, slices, name)
+			} else {
+				res, err = round(c, slices, kind == "in-place", name)
+			}
 			if err != nil {
-				return err
+				return fmt.Errorf("round %d %s: %w", r+1, kind, err)
 			}
 			byKind[kind] = append(byKind[kind], res)
 			fmt.Printf("round %d %-8s %d pods: all Running at the next attempt %.2fs after the failure", r+1, kind, pods, res.total.Seconds())
-			if inPlace {
+			if kind != "recreate" {
 				fmt.Printf(" (detection %.2fs, signal fan-out %.2fs, barrier release %.2fs; barrier lifted %.2fs after the failure)",
 					res.detect.Seconds(), res.fanOut.Seconds(), res.release.Seconds(), res.lifted.Seconds())
 			}
 			fmt.Printf("; API writes: %s; CPU: %s\n", writes(res.writes), res.cpu)
 		}
 	}
-	rec, inp := medianOf(byKind["recreate"]), medianOf(byKind["in-place"])
-	fmt.Printf("median of %d: recreate %.2fs, in-place %.2fs (%.2fx recreate; detection %.2fs, fan-out %.2fs, release %.2fs; barrier lifted at %.2fs)\n",
-		rounds, rec.total.Seconds(), inp.total.Seconds(), inp.total.Seconds()/rec.total.Seconds(),
-		inp.detect.Seconds(), inp.fanOut.Seconds(), inp.release.Seconds(), inp.lifted.Seconds())
+	fmt.Printf("median of %d:", rounds)
+	for _, kind := range kinds {
+		m := medianOf(byKind[kind])
+		fmt.Printf(" %s %.2fs (manager CPU %.2fs)", kind, m.total.Seconds(), m.manager.Seconds())
+		if kind != "recreate" {
+			fmt.Printf(" [detection %.2fs, fan-out %.2fs, release %.2fs; barrier lifted at %.2fs]",
+				m.detect.Seconds(), m.fanOut.Seconds(), m.release.Seconds(), m.lifted.Seconds())
+		}
+		fmt.Print(";")
+	}
+	fmt.Println()
+	for _, pair := range [][2]string{{"in-place", "floor"}, {"in-place", "recreate"}} {
+		a, b := byKind[pair[0]], byKind[pair[1]]
+		if len(a) == 0 || len(b) == 0 {
+			continue
+		}
+		fmt.Printf("%s / %s: median %.2fx, per round", pair[0], pair[1], medianOf(a).total.Seconds()/medianOf(b).total.Seconds())
+		for i := range a {
+			fmt.Printf(" %.2f", a[i].total.Seconds()/b[i].total.Seconds())
+		}
+		fmt.Println()
+	}
 	return nil
 }
 
@@ -158,6 +195,7 @@ func round(c *framework.Cluster, slices int, inPlace bool, name string) (result,
 		return res, err
 	}
 	res.cpu = c.CPUSince(cpu)
+	res.manager = c.CPU()[managerProcess] - cpu[managerProcess]
 	res.writes = map[string]int{}
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
@@ -230,6 +268,17 @@ func watchPods(cs kubernetes.Interface, name string) *podWatch {
 	f.Start(w.stop)
 	f.WaitForCacheSync(w.stop)
 	return w
+}
+
+// running are the pods Running and not going away.
+func (w *podWatch) running() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, o := range w.store.List() {
+		if p := o.(*corev1.Pod); p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (w *podWatch) count(ok func(*corev1.Pod) bool) int {
@@ -324,6 +373,7 @@ func medianOf(rs []result) result {
 		fanOut:  pick(func(r result) time.Duration { return r.fanOut }),
 		release: pick(func(r result) time.Duration { return r.release }),
 		lifted:  pick(func(r result) time.Duration { return r.lifted }),
+		manager: pick(func(r result) time.Duration { return r.manager }),
 	}
 }
 

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multislice/multislice/internal/agent"
+	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/sim"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// floorWorkers and the floor's client rate are those of the simulated
+// agents (`multislice sim-agents`), which make the same writes in ours.
+const floorWorkers = 32
+
+// floorRound is an in-place restart with no controller: the Jobs the
+// JobSet controller would create for the in-place JobSet, pinned to their
+// pools by hand and owned by no JobSet, so neither the manager nor the
+// simulated agents act on them. The bench itself makes exactly the writes
+// a real cluster needs: per pod, the kubelet's two statuses when the agent
+// exits with its restart code (not for the pod that failed, whose kubelet
+// already restarted it), the agent's attempt annotation, and, once every
+// pod has it, the kubelet's three statuses when the barrier lifts. It
+// knows the moment every pod is at the attempt without reading anything:
+// the floor of the coordination ours does through the JobSet's status.
+func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
+	ctx := context.Background()
+	pods := slices * 16
+	jobs, err := pinnedJobs(ctx, c, slices, name)
+	if err != nil {
+		return result{}, err
+	}
+	w := watchPods(c.Client, name)
+	defer func() {
+		for _, j := range jobs {
+			_ = c.Objects.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}
+		for i := 0; i < 600 && len(w.store.List()) > 0; i++ {
+			time.Sleep(200 * time.Millisecond)
+		}
+		close(w.stop)
+	}()
+	fl, err := newFloorAgents(c)
+	if err != nil {
+		return result{}, err
+	}
+	// Start: every pod at attempt 0 with its barrier down, as ours starts.
+	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }); err != nil {
+		return result{}, err
+	}
+	if err := fl.each(ctx, w.running(), func(p *corev1.Pod) error { return fl.restartTo(ctx, p, 0, false) }); err != nil {
+		return result{}, err
+	}
+	if err := fl.each(ctx, w.running(), func(p *corev1.Pod) error { return fl.release(ctx, p) }); err != nil {
+		return result{}, err
+	}
+	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return ready(p, true, "0", "0") }); err != nil {
+		return result{}, err
+	}
+	time.Sleep(2 * time.Second)
+	cpu, self := c.CPU(), selfCPU()
+	before, err := requestCounts(ctx, c.Client)
+	if err != nil {
+		return result{}, err
+	}
+	began := time.Now()
+	if out, err := c.Run("chaos", "fail-pod", "--nodepool", fmt.Sprintf("big-np-%d", slices/2)); err != nil {
+		return result{}, fmt.Errorf("chaos: %v\n%s", err, out)
+	}
+	// Detection: the kubelet restarted the failed pod's containers.
+	var failed *corev1.Pod
+	if _, err := w.waitFor(1, func(p *corev1.Pod) bool {
+		if agent.MaxRestartCount(&p.Status) > 0 && failed == nil {
+			failed = p
+		}
+		return failed != nil
+	}); err != nil {
+		return result{}, err
+	}
+	var res result
+	at := func(want int, ok func(*corev1.Pod) bool) (time.Duration, error) {
+		_, err := w.waitFor(want, ok)
+		return time.Since(began), err
+	}
+	var signalled sync.WaitGroup
+	signalled.Add(1)
+	var signalErr error
+	go func() {
+		defer signalled.Done()
+		signalErr = fl.each(ctx, w.running(), func(p *corev1.Pod) error { return fl.restartTo(ctx, p, 1, p.UID != failed.UID) })
+	}()
+	if res.detect, err = at(1, func(p *corev1.Pod) bool { return attempt(p) == "1" }); err != nil {
+		return res, err
+	}
+	signalled.Wait()
+	if signalErr != nil {
+		return res, signalErr
+	}
+	all, err := at(pods, func(p *corev1.Pod) bool { return attempt(p) == "1" })
+	if err != nil {
+		return res, err
+	}
+	res.lifted = time.Since(began) // the floor knows at once: every annotation is its own write
+	if err := fl.each(ctx, w.running(), func(p *corev1.Pod) error { return fl.release(ctx, p) }); err != nil {
+		return res, err
+	}
+	if res.total, err = at(pods, func(p *corev1.Pod) bool { return ready(p, true, "0", "1") }); err != nil {
+		return res, err
+	}
+	res.fanOut, res.release = all-res.detect, res.total-all
+	after, err := requestCounts(ctx, c.Client)
+	if err != nil {
+		return res, err
+	}
+	res.cpu = c.CPUSince(cpu) + fmt.Sprintf(", the floor's agents (this bench) %.1fs", (selfCPU()-self).Seconds())
+	res.manager = c.CPU()[managerProcess] - cpu[managerProcess]
+	res.writes = map[string]int{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			res.writes[k] = d
+		}
+	}
+	return res, nil
+}
+
+// pinnedJobs creates the child Jobs the controller would create for the
+// in-place JobSet, each pinned to pool big-np-i, owned by nothing, their
+// pods labelled with a JobSet name that no JobSet has.
+func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name string) ([]*batchv1.Job, error) {
+	// The JobSet exists only long enough to be defaulted as ours is.
+	js := jobSet(name, slices, true)
+	js.Spec.ManagedBy = ptr.To("multislice.dev/bench-by-hand")
+	if err := c.Objects.Create(ctx, js); err != nil {
+		return nil, err
+	}
+	plan := jobsetcontroller.Decide(jobsetcontroller.Observed{JobSet: js, Now: time.Now()})
+	if err := c.Objects.Delete(ctx, js); err != nil {
+		return nil, err
+	}
+	if len(plan.Create) != slices {
+		return nil, fmt.Errorf("the controller's plan has %d Jobs, want %d", len(plan.Create), slices)
+	}
+	for i, j := range plan.Create {
+		pool := fmt.Sprintf("big-np-%d", i)
+		j.OwnerReferences = nil
+		j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
+	}
+	errs := make([]error, slices)
+	workqueue.ParallelizeUntil(ctx, slices, slices, func(i int) { errs[i] = c.Objects.Create(ctx, plan.Create[i]) })
+	return plan.Create, errors.Join(errs...)
+}
+
+// floorAgents makes the agents' and kubelets' writes, as many at once and
+// at the rate the simulated agents do. It keeps each pod as its last write
+// returned it, so that it reads nothing.
+type floorAgents struct {
+	c      client.Client
+	mu     sync.Mutex
+	latest map[types.UID]*corev1.Pod
+}
+
+func newFloorAgents(c *framework.Cluster) (*floorAgents, error) {
+	cfg := *c.Config
+	cfg.QPS, cfg.Burst = 500, 1000
+	cl, err := client.New(&cfg, client.Options{Scheme: c.Objects.Scheme()})
+	return &floorAgents{c: cl, latest: map[types.UID]*corev1.Pod{}}, err
+}
+
+func (f *floorAgents) each(ctx context.Context, pods []*corev1.Pod, do func(*corev1.Pod) error) error {
+	errs := make([]error, len(pods))
+	workqueue.ParallelizeUntil(ctx, floorWorkers, len(pods), func(i int) { errs[i] = do(pods[i]) })
+	return errors.Join(errs...)
+}
+
+// restartTo: when exit, the agent exits with its restart code (the
+// kubelet's two writes); then the (new) agent annotates the attempt.
+func (f *floorAgents) restartTo(ctx context.Context, p *corev1.Pod, attempt int32, exit bool) error {
+	if exit {
+		if err := f.onConflictRetry(ctx, p, func(now *corev1.Pod) error {
+			return f.writeStatus(ctx, now, sim.AgentRestartSteps(&now.Status, agent.DefaultExitCode, metav1.Now()))
+		}); err != nil {
+			return err
+		}
+	}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+	if err := f.c.Patch(ctx, target, client.RawPatch(types.MergePatchType, agent.AttemptPatch(attempt))); err != nil {
+		return err
+	}
+	f.remember(target)
+	return nil
+}
+
+// release: the agent's startup probe passes (the kubelet's three writes),
+// on the pod as the restart left it.
+func (f *floorAgents) release(ctx context.Context, p *corev1.Pod) error {
+	f.mu.Lock()
+	if last := f.latest[p.UID]; last != nil {
+		p = last
+	}
+	f.mu.Unlock()
+	return f.onConflictRetry(ctx, p, func(now *corev1.Pod) error {
+		return f.writeStatus(ctx, now, sim.ReleaseSteps(&now.Status, metav1.Now()))
+	})
+}
+
+// onConflictRetry runs write on p and, when another writer (the kubelet
+// restarting the failed pod) came first, reads the pod and tries again.
+func (f *floorAgents) onConflictRetry(ctx context.Context, p *corev1.Pod, write func(*corev1.Pod) error) error {
+	key := client.ObjectKeyFromObject(p)
+	for try := 0; ; try++ {
+		err := write(p)
+		if !apierrors.IsConflict(err) || try == 5 {
+			return err
+		}
+		p = &corev1.Pod{}
+		if err := f.c.Get(ctx, key, p); err != nil {
+			return err
+		}
+	}
+}
+
+func (f *floorAgents) remember(p *corev1.Pod) {
+	f.mu.Lock()
+	f.latest[p.UID] = p
+	f.mu.Unlock()
+}
+
+// writeStatus writes successive statuses of pod, one write each, as the
+// simulated agents do.
+func (f *floorAgents) writeStatus(ctx context.Context, pod *corev1.Pod, steps []*corev1.PodStatus) error {
+	current := pod.DeepCopy()
+	for _, st := range steps {
+		updated := current.DeepCopy()
+		updated.Status = *st
+		if err := f.c.Status().Patch(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		current = updated
+	}
+	f.remember(current)
+	return nil
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
