@@ -10,8 +10,7 @@ import (
 )
 
 // What a node says about its host's health, as GKE and the kubelet signal
-// it. Slice health, placement and the simulated cloud each decide with these
-// facts under their own rules (a grace period, a taint the scheduler sets).
+// it; slice.go makes the one slice rule of them.
 
 // NodeReady: the node's Ready condition is True.
 func NodeReady(n *corev1.Node) bool {
@@ -76,11 +75,11 @@ func RequestsTPU(spec corev1.PodSpec) bool {
 	return false
 }
 
-// FitForWork: a node placement may give new work to. Ready, free of the
-// host problems above, and without the taints the node lifecycle
-// controller puts on a lost node.
+// FitForWork: a node placement may give new work to: fit under the slice
+// rule with no grace, and without the taints the node lifecycle controller
+// puts on a lost node.
 func FitForWork(n *corev1.Node) bool {
-	if HostProblem(n) != "" || !NodeReady(n) {
+	if HostUnfit(n, 0, time.Time{}) != "" {
 		return false
 	}
 	for _, t := range n.Spec.Taints {

@@ -22,7 +22,7 @@ type Node struct {
 	Name   string
 	Labels map[string]string
 	Taints []corev1.Taint
-	// Healthy: Ready, schedulable, and not under maintenance.
+	// Healthy: fit for new work (gke.FitForWork).
 	Healthy bool
 }
 
@@ -39,9 +39,10 @@ type Domain struct {
 	Holder string
 }
 
-// Healthy: every node healthy, and as many nodes as the domain should have.
+// Healthy: the slice rule (gke.SliceProblem) with no grace: no host gone,
+// every node healthy.
 func (d Domain) Healthy() bool {
-	if len(d.Nodes) == 0 || d.ExpectedHosts > 0 && len(d.Nodes) < d.ExpectedHosts {
+	if gke.MissingHosts(len(d.Nodes), d.ExpectedHosts) != "" {
 		return false
 	}
 	for _, n := range d.Nodes {

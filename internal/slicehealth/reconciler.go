@@ -1,3 +1,9 @@
+// Package slicehealth treats a slice (a node pool) as one unit: one host
+// that is NotReady past a short grace, gone, cordoned for repair, or under
+// maintenance makes the whole slice unhealthy (gke.SliceProblem). The
+// Reconciler fails the child Job running there at once, so its JobSet
+// restarts every slice on healthy ones, instead of waiting out the 300 s
+// eviction timeout.
 package slicehealth
 
 import (
@@ -126,9 +132,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := r.Now()
-	bad, cause := Diagnose(nodes.Items, expectedHosts(nodes.Items, &j), r.Grace, now)
-	if !bad {
-		return reconcile.Result{RequeueAfter: GraceLeft(nodes.Items, r.Grace, now)}, nil
+	cause := gke.SliceProblem(nodes.Items, expectedHosts(nodes.Items, &j), r.Grace, now)
+	if cause == "" {
+		return reconcile.Result{RequeueAfter: gke.GraceLeft(nodes.Items, r.Grace, now)}, nil
 	}
 	msg := fmt.Sprintf("slice %s on %s=%s is unhealthy: %s", j.Name, key, domain, cause)
 	// The event first: it is stamped with the time the fault was seen,

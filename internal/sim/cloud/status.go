@@ -3,7 +3,7 @@ package cloud
 import (
 	"context"
 	"fmt"
-	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +71,7 @@ func Summarize(pools []fleet.Resolved, nodes []corev1.Node, keys fleet.GroupLabe
 	statuses := make([]PoolStatus, len(pools))
 	byName := map[string]PoolStatus{}
 	for i, p := range pools {
-		problem := grade(byPool[p.Name], p.Nodes)
+		problem := gke.SliceProblem(byPool[p.Name], p.Nodes, 0, time.Time{}) // a pool is repaired as soon as it is unfit
 		statuses[i] = PoolStatus{Resolved: p, Present: present[p.Name], Ready: ready[p.Name], Problem: problem}
 		byName[p.Name] = statuses[i]
 	}
@@ -89,26 +89,4 @@ func Summarize(pools []fleet.Resolved, nodes []corev1.Node, keys fleet.GroupLabe
 		out = append(out, gs)
 	}
 	return statuses, out, err
-}
-
-// grade is the simulated cloud's view of a slice: what is wrong with it
-// now, "" when nothing. The cloud's own rule, apart from the manager's
-// slice health (which waits out a grace before it fails a slice).
-func grade(nodes []corev1.Node, want int) string {
-	switch {
-	case len(nodes) == 0:
-		return "every host is gone"
-	case len(nodes) < want:
-		return fmt.Sprintf("%d of its %d hosts are gone", want-len(nodes), want)
-	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	for i := range nodes {
-		if problem := gke.HostProblem(&nodes[i]); problem != "" {
-			return problem
-		}
-		if !gke.NodeReady(&nodes[i]) {
-			return fmt.Sprintf("host %s is NotReady", nodes[i].Name)
-		}
-	}
-	return ""
 }

@@ -3,7 +3,6 @@ package cloud
 import (
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,29 +17,6 @@ func hosts(pool string, n int, edits ...func(*corev1.Node)) []corev1.Node {
 		out = append(out, testobj.Node(pool+"-"+string(rune('a'+i)), append([]func(*corev1.Node){testobj.TPUHost(pool, "2x2x2", "g")}, edits...)...))
 	}
 	return out
-}
-
-func TestGrade(t *testing.T) {
-	maintenance := testobj.Labels(map[string]string{gke.ActiveMaintenanceLabel: "ONGOING"})
-	for _, c := range []struct {
-		name  string
-		nodes []corev1.Node
-		want  string
-	}{
-		{"every host Ready", hosts("np", 2), ""},
-		{"no host", nil, "every host is gone"},
-		{"one of two gone", hosts("np", 1), "1 of its 2 hosts are gone"},
-		{"a host NotReady, graded at once (no grace, unlike slice health)", append(hosts("np", 1), testobj.Node("np-z", testobj.NotReadySince(time.Now()))), "host np-z is NotReady"},
-		{"a host in maintenance", append(hosts("np", 1), testobj.Node("np-z", maintenance)), "maintenance"},
-		{"a host cordoned", append(hosts("np", 1), testobj.Node("np-z", testobj.Cordoned)), "cordoned"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := grade(c.nodes, 2)
-			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
-				t.Fatalf("grade = %q, want %q", got, c.want)
-			}
-		})
-	}
 }
 
 func TestSummarize(t *testing.T) {
