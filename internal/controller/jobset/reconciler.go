@@ -15,7 +15,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -334,18 +333,9 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 	if createErr != nil {
 		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, createErr.Error())
 		errs = append(errs, createErr)
-		if why := refusal(createErr); why != "" {
-			// Never runnable as it stands: say so, and let others have its domains.
-			placed := r.Domains != nil && meta.FindStatusCondition(p.Status.Conditions, string(TopologyAssigned)) != nil
-			if placed {
-				r.Domains.Release(client.ObjectKeyFromObject(js).String())
-			}
-			noteRefusal(&p.Status, why, placed, r.now())
-			p.StatusChanged = true
-		}
-	} else if len(p.Create) > 0 && meta.FindStatusCondition(p.Status.Conditions, string(ChildJobsCreated)) != nil {
-		noteCreated(&p.Status, r.now())
-		p.StatusChanged = true
+	}
+	if afterCreate(p, createErr, r.now()) {
+		r.remember(js, p)
 	}
 	errs = append(errs, r.parallel(ctx, p.Scale, func(j *batchv1.Job) error {
 		patch := fmt.Sprintf(`{"spec":{"parallelism":%d,"completions":%d}}`, *j.Spec.Parallelism, *j.Spec.Completions)

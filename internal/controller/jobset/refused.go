@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -37,6 +38,31 @@ func refusal(err error) string {
 		return status.Status().Message
 	}
 	return ""
+}
+
+// afterCreate is the step of the decision that needs the API server's
+// answer to creating p.Create: a refusal that retrying cannot cure goes
+// into the status, and a placed JobSet lets its domains go (true: memory
+// must change, p.ReleaseDomains says how); success after a refusal flips
+// ChildJobsCreated back.
+func afterCreate(p *Plan, createErr error, now time.Time) (remember bool) {
+	if createErr != nil {
+		why := refusal(createErr)
+		if why == "" {
+			return false // transient: retried with backoff
+		}
+		// Never runnable as it stands: say so, and let others have its domains.
+		placed := meta.FindStatusCondition(p.Status.Conditions, string(TopologyAssigned)) != nil
+		noteRefusal(&p.Status, why, placed, now)
+		p.StatusChanged, p.ReleaseDomains = true, placed
+		p.HoldDomains, p.WaitForDomains = nil, nil
+		return placed
+	}
+	if len(p.Create) > 0 && meta.FindStatusCondition(p.Status.Conditions, string(ChildJobsCreated)) != nil {
+		noteCreated(&p.Status, now)
+		p.StatusChanged = true
+	}
+	return false
 }
 
 // noteRefusal records in status that the child Jobs are refused and, when
