@@ -33,7 +33,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -46,6 +45,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -235,12 +235,9 @@ func (b *bench) jobSet(name string, managedBy *string) *api.JobSet {
 }
 
 func podSpec() corev1.PodSpec {
-	return corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To(int64(0)),
-		NodeSelector: map[string]string{gke.AcceleratorLabel: "tpu-v4-podslice", gke.TopologyLabel: "4x4x4"},
-		Containers: []corev1.Container{{Name: "main", Image: "python:3.12",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}}},
-	}
+	spec := testobj.TPUPod("python:3.12", "tpu-v4-podslice", "4x4x4", "4")
+	spec.TerminationGracePeriodSeconds = ptr.To(int64(0))
+	return spec
 }
 
 func jobSpec(pod corev1.PodSpec) batchv1.JobSpec {

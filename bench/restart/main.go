@@ -28,7 +28,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -40,6 +39,8 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -384,12 +385,7 @@ func jobSet(name string, slices int, inPlace bool) *api.JobSet {
 	spec := batchv1.JobSpec{
 		CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(16)), Completions: ptr.To(int32(16)),
 		BackoffLimit: ptr.To(int32(0)),
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			NodeSelector:  map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "4x4x4"},
-			Containers: []corev1.Container{{Name: "main", Image: "python:3.12",
-				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}}},
-		}},
+		Template:     corev1.PodTemplateSpec{Spec: testobj.TPUPod("python:3.12", "tpu-v4-podslice", "4x4x4", "4")},
 	}
 	fp := &api.FailurePolicy{MaxRestarts: 5}
 	if inPlace {
@@ -405,7 +401,7 @@ func jobSet(name string, slices int, inPlace bool) *api.JobSet {
 	}
 	return &api.JobSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
-			Annotations: map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool"}},
+			Annotations: map[string]string{api.ExclusiveKey: gke.NodePoolLabel}},
 		Spec: api.JobSetSpec{
 			FailurePolicy: fp,
 			ReplicatedJobs: []api.ReplicatedJob{{Name: "slice", Replicas: int32(slices),

@@ -46,6 +46,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -154,7 +155,7 @@ func hostLostRound(c *framework.Cluster) ([]time.Duration, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := node.Labels["cloud.google.com/gke-nodepool"]
+	pool := node.Labels[gke.NodePoolLabel]
 	host := strings.TrimPrefix(node.Name, "gke-"+pool+"-")
 	began := time.Now()
 	if out, err := c.Run("chaos", "fail-host", "--nodepool", pool, "--host", host); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 func TestSlimPodKeepsWhatPlacementAndRepairRead(t *testing.T) {
-	tpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}
+	tpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{gke.TPUResource: resource.MustParse("4")}}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: "ns", Labels: map[string]string{
 			"job-name": "w", batchv1.JobNameLabel: "w", api.JobSetNameKey: "js", "team": "a"},

@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/multislice/multislice/internal/gke"
 )
 
-const pool = "cloud.google.com/gke-nodepool"
+const pool = gke.NodePoolLabel
 
 // fleet builds groups of v4 2x2x2 pools (2 hosts each): "g1:4,g2:2" means
 // group g1 with 4 pools and group g2 with 2.
@@ -23,8 +25,8 @@ func fleet(spec string) []Domain {
 			d := Domain{Value: name, Group: g, ExpectedHosts: 2}
 			for h := 0; h < 2; h++ {
 				d.Nodes = append(d.Nodes, Node{Name: fmt.Sprintf("%s-%d", name, h), Healthy: true,
-					Labels: map[string]string{pool: name, "MultisliceGroup": g, "cloud.google.com/gke-tpu-topology": "2x2x2"},
-					Taints: []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}})
+					Labels: map[string]string{pool: name, gke.MultisliceGroupLabel: g, gke.TopologyLabel: "2x2x2"},
+					Taints: []corev1.Taint{{Key: gke.TPUTaintKey, Value: gke.TPUTaintValue, Effect: corev1.TaintEffectNoSchedule}}})
 			}
 			out = append(out, d)
 		}
@@ -36,7 +38,7 @@ func slices(js string, n int, sameGroup bool) Request {
 	r := Request{JobSet: js, Key: pool, SameGroup: sameGroup}
 	for i := 0; i < n; i++ {
 		r.Jobs = append(r.Jobs, JobRequest{Name: fmt.Sprintf("%s-slice-%d", js, i), Pods: 2, RequestsTPU: true,
-			NodeSelector: map[string]string{"cloud.google.com/gke-tpu-topology": "2x2x2"}})
+			NodeSelector: map[string]string{gke.TopologyLabel: "2x2x2"}})
 	}
 	return r
 }
@@ -77,7 +79,7 @@ func TestAssign(t *testing.T) {
 		}, why: "best group g1 has 1"},
 		{name: "nodeSelector must match every node", req: func() Request {
 			r := slices("a", 1, false)
-			r.Jobs[0].NodeSelector["cloud.google.com/gke-tpu-topology"] = "2x2x4"
+			r.Jobs[0].NodeSelector[gke.TopologyLabel] = "2x2x4"
 			return r
 		}(), domains: func() []Domain { return fleet("g1:2") }, why: "none of the cluster's 2 domains suits it: it needs 2x2x4 pools (2 hosts each) whose nodes all match the nodeSelector (cloud.google.com/gke-tpu-topology=2x2x4)"},
 		{name: "untolerated taint", req: func() Request {
@@ -88,7 +90,7 @@ func TestAssign(t *testing.T) {
 		{name: "explicit toleration", req: func() Request {
 			r := slices("a", 1, false)
 			r.Jobs[0].RequestsTPU = false
-			r.Jobs[0].Tolerations = []corev1.Toleration{{Key: "google.com/tpu", Operator: corev1.TolerationOpExists}}
+			r.Jobs[0].Tolerations = []corev1.Toleration{{Key: gke.TPUTaintKey, Operator: corev1.TolerationOpExists}}
 			return r
 		}(), domains: func() []Domain { return fleet("g1:1") }, want: 1},
 		{name: "pods must fit", req: func() Request {

@@ -6,15 +6,16 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
-const group = "cloud.google.com/gke-multislice-group"
+const group = gke.MultisliceGroupLabel
 
 func cacheNode(name, poolName string, ready bool) *corev1.Node {
 	status := corev1.ConditionTrue
@@ -22,7 +23,7 @@ func cacheNode(name, poolName string, ready bool) *corev1.Node {
 		status = corev1.ConditionFalse
 	}
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{pool: poolName, group: "g",
-		"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2"}},
+		gke.AcceleratorLabel: "tpu-v4-podslice", gke.TopologyLabel: "2x2x2"}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}}}
 }
 
@@ -34,8 +35,8 @@ func pinned(ns, jobSet, uid, job, domain string) *batchv1.Job {
 
 func tpuPod(ns, name, node, jobSet string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}}}}}
+		Spec: testobj.TPUPod("busybox", "", "", "4")}
+	p.Spec.NodeName = node
 	if jobSet != "" {
 		p.Labels[api.JobSetNameKey] = jobSet
 	}

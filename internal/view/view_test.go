@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/testobj"
 )
 
@@ -24,10 +25,10 @@ func node(name, pool string, ready bool, edit ...func(*corev1.Node)) corev1.Node
 }
 
 func TestFleet(t *testing.T) {
-	maintenance := func(n *corev1.Node) { n.Labels["cloud.google.com/active-node-maintenance"] = "ONGOING" }
+	maintenance := func(n *corev1.Node) { n.Labels[gke.ActiveMaintenanceLabel] = "ONGOING" }
 	cordoned := func(n *corev1.Node) { n.Spec.Unschedulable = true }
 	cpu := func(n *corev1.Node) {
-		n.Labels = map[string]string{"cloud.google.com/gke-nodepool": "default-pool"}
+		n.Labels = map[string]string{gke.NodePoolLabel: "default-pool"}
 	}
 	nodes := []corev1.Node{
 		node("a-0", "np-a", true), node("a-1", "np-a", true), // held by js

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -145,7 +146,7 @@ func waitDistinctPools(t *testing.T, c *framework.Cluster, jobset string, attemp
 		if err != nil {
 			t.Fatal(err)
 		}
-		job, pool := p.Labels["job-name"], node.Labels["cloud.google.com/gke-nodepool"]
+		job, pool := p.Labels["job-name"], node.Labels[gke.NodePoolLabel]
 		if other := jobOfPool[pool]; other != "" && other != job {
 			t.Fatalf("attempt %d: Jobs %s and %s share pool %s", attempt, other, job, pool)
 		}

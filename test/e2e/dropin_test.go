@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -78,7 +79,7 @@ func TestDropIn(t *testing.T) {
 				if err != nil {
 					return false, err.Error()
 				}
-				job, pool := p.Labels["job-name"], node.Labels["cloud.google.com/gke-nodepool"]
+				job, pool := p.Labels["job-name"], node.Labels[gke.NodePoolLabel]
 				if poolOf[job] != "" && poolOf[job] != pool {
 					t.Fatalf("job %s runs on two pools: %s and %s", job, poolOf[job], pool)
 				}

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -82,24 +84,24 @@ func checkDefaultFleet(t *testing.T, ctx context.Context, c *framework.Cluster) 
 	}
 	for _, n := range nodes.Items {
 		want := map[string]string{
-			"cloud.google.com/gke-tpu-accelerator":   "tpu-v4-podslice",
-			"cloud.google.com/gke-tpu-topology":      "2x2x2",
-			"cloud.google.com/gke-accelerator-count": "4",
-			"node.kubernetes.io/instance-type":       "ct4p-hightpu-4t",
-			"MultisliceGroupSize":                    "4",
+			gke.AcceleratorLabel:               "tpu-v4-podslice",
+			gke.TopologyLabel:                  "2x2x2",
+			gke.AcceleratorCountLabel:          "4",
+			"node.kubernetes.io/instance-type": "ct4p-hightpu-4t",
+			"MultisliceGroupSize":              "4",
 		}
 		for k, v := range want {
 			if n.Labels[k] != v {
 				t.Errorf("node %s: label %s=%q, want %q", n.Name, k, n.Labels[k], v)
 			}
 		}
-		if !strings.HasPrefix(n.Name, "gke-"+n.Labels["cloud.google.com/gke-nodepool"]+"-") {
-			t.Errorf("node %s is not named after its pool %q", n.Name, n.Labels["cloud.google.com/gke-nodepool"])
+		if !strings.HasPrefix(n.Name, "gke-"+n.Labels[gke.NodePoolLabel]+"-") {
+			t.Errorf("node %s is not named after its pool %q", n.Name, n.Labels[gke.NodePoolLabel])
 		}
 		if !hasTPUTaint(n) {
 			t.Errorf("node %s: taints %v, want google.com/tpu=present:NoSchedule", n.Name, n.Spec.Taints)
 		}
-		if q := n.Status.Allocatable["google.com/tpu"]; q.Cmp(resource.MustParse("4")) != 0 {
+		if q := n.Status.Allocatable[gke.TPUResource]; q.Cmp(resource.MustParse("4")) != 0 {
 			t.Errorf("node %s: allocatable google.com/tpu = %s, want 4", n.Name, q.String())
 		}
 		if !ready(n) {
@@ -193,7 +195,7 @@ func checkNodePools(t *testing.T, ctx context.Context, c *framework.Cluster) {
 		t.Errorf("create beyond capacity: err=%v\n%s", err, out)
 	}
 	c.MustRun("nodepool", "delete", "group-b-1")
-	nodes, _ := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "cloud.google.com/gke-nodepool=group-b-1"})
+	nodes, _ := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: gke.NodePoolLabel + "=group-b-1"})
 	if len(nodes.Items) != 0 {
 		t.Errorf("delete left %d nodes", len(nodes.Items))
 	}
@@ -220,16 +222,7 @@ func runIndexedJob(t *testing.T, ctx context.Context, c *framework.Cluster, name
 				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
 					"multislice.dev/simulate-run": "2s", "multislice.dev/simulate-exit-code": code,
 				}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					NodeSelector: map[string]string{
-						"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2",
-					},
-					Containers: []corev1.Container{{
-						Name: "worker", Image: "python:3.12",
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}},
-					}},
-				},
+				Spec: testobj.TPUPod("python:3.12", "tpu-v4-podslice", "2x2x2", "4"),
 			},
 		},
 	}
@@ -268,7 +261,7 @@ func runIndexedJob(t *testing.T, ctx context.Context, c *framework.Cluster, name
 	}
 	for _, p := range pods.Items {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
-		if err != nil || node.Labels["cloud.google.com/gke-tpu-topology"] != "2x2x2" {
+		if err != nil || node.Labels[gke.TopologyLabel] != "2x2x2" {
 			t.Errorf("pod %s ran on %q, not a v4 2x2x2 host", p.Name, p.Spec.NodeName)
 		}
 		if !hasCondition(p, "multislice.dev/Simulated") {
@@ -351,7 +344,7 @@ func processesUnder(dir string) []string {
 
 func hasTPUTaint(n corev1.Node) bool {
 	for _, tn := range n.Spec.Taints {
-		if tn.Key == "google.com/tpu" && tn.Value == "present" && tn.Effect == corev1.TaintEffectNoSchedule {
+		if tn.Key == gke.TPUTaintKey && tn.Value == gke.TPUTaintValue && tn.Effect == corev1.TaintEffectNoSchedule {
 			return true
 		}
 	}

@@ -13,13 +13,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -131,7 +132,7 @@ func TestEightJobSetsOnFourGroups(t *testing.T) {
 	}
 	poolOf, groupOf := map[string]string{}, map[string]string{}
 	for _, n := range nodes.Items {
-		poolOf[n.Name], groupOf[n.Name] = n.Labels["cloud.google.com/gke-nodepool"], n.Labels["MultisliceGroup"]
+		poolOf[n.Name], groupOf[n.Name] = n.Labels[gke.NodePoolLabel], n.Labels[gke.MultisliceGroupLabel]
 	}
 	maxRunning := 0
 	framework.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
@@ -221,15 +222,10 @@ func TestPlacementSeesOtherWorkloads(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "other-" + pool[len(pool)-4:], Namespace: "default"},
 			Spec: batchv1.JobSpec{
 				CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2)),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					NodeSelector: map[string]string{"cloud.google.com/gke-nodepool": pool,
-						"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2"},
-					Containers: []corev1.Container{{Name: "worker", Image: "python:3.12",
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}}}},
-				}},
+				Template: corev1.PodTemplateSpec{Spec: testobj.TPUPod("python:3.12", "tpu-v4-podslice", "2x2x2", "4")},
 			},
 		}
+		job.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
 		if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/naming"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
@@ -188,7 +189,7 @@ func poolOfPods(t *testing.T, c *framework.Cluster, jobset string, i int) string
 				if err != nil {
 					return false, err.Error()
 				}
-				pool = node.Labels["cloud.google.com/gke-nodepool"]
+				pool = node.Labels[gke.NodePoolLabel]
 				return true, ""
 			}
 		}

@@ -15,11 +15,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -118,14 +118,13 @@ func tpuIndexedJob(name string, tpu bool) *batchv1.Job {
 			BackoffLimit: ptr.To(int32(0)),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever, Subdomain: "workers",
-				NodeSelector: map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2"},
-				Containers:   []corev1.Container{{Name: "main", Image: "busybox"}},
+				Containers: []corev1.Container{{Name: "main", Image: "busybox"}},
 			}},
 		},
 	}
-	if tpu {
-		j.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}
-	} else {
+	testobj.TPU(&j.Spec.Template.Spec, "tpu-v4-podslice", "2x2x2", "4")
+	if !tpu {
+		j.Spec.Template.Spec.Containers[0].Resources.Limits = nil
 		j.Spec.Template.Spec.NodeSelector = nil
 	}
 	return j

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -133,7 +134,7 @@ func TestWorkloadFailureSemantics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.MustRun("chaos", "fail-pod", "--nodepool", node.Labels["cloud.google.com/gke-nodepool"])
+	c.MustRun("chaos", "fail-pod", "--nodepool", node.Labels[gke.NodePoolLabel])
 	restarts(1, "")
 	victim := running(1)
 	patch := []byte(`{"metadata":{"annotations":{"multislice.dev/simulate-run":"0s","multislice.dev/simulate-exit-code":"1"}}}`)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
@@ -35,7 +36,7 @@ func TestChildJobsLabelsAndService(t *testing.T) {
 	create(t, env, testobj.NewJobSet(ns, "js").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 3, 2).
 		Edit(func(js *api.JobSet) {
 			// The node-selector strategy: exclusive placement on pre-labelled nodes.
-			js.Annotations = map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool", api.NodeSelectorStrategyKey: "true"}
+			js.Annotations = map[string]string{api.ExclusiveKey: gke.NodePoolLabel, api.NodeSelectorStrategyKey: "true"}
 			js.Spec.Coordinator = &api.Coordinator{ReplicatedJob: "driver"}
 			// Ports for the headless Service (upstream #1300): named, unnamed, repeated.
 			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "grpc-coord", ContainerPort: 8476}}
@@ -67,7 +68,7 @@ func TestChildJobsLabelsAndService(t *testing.T) {
 			}
 		}
 	}
-	if j.Annotations[api.ExclusiveKey] != "cloud.google.com/gke-nodepool" {
+	if j.Annotations[api.ExclusiveKey] != gke.NodePoolLabel {
 		t.Errorf("exclusive-topology annotation not copied: %v", j.Annotations)
 	}
 	if got := j.Spec.Template.Spec.NodeSelector[api.NamespacedJobKey]; got != ns+"_js-workers-2" {

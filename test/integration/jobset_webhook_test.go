@@ -10,7 +10,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,10 +23,7 @@ import (
 func tpuSlices(js *api.JobSet, topology, chips string, backoff int32) {
 	spec := &js.Spec.ReplicatedJobs[1].Template.Spec
 	spec.BackoffLimit = ptr.To(backoff)
-	spec.Template.Spec.NodeSelector = map[string]string{
-		"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": topology,
-	}
-	spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"google.com/tpu": resource.MustParse(chips)}
+	testobj.TPU(&spec.Template.Spec, "tpu-v4-podslice", topology, chips)
 }
 
 func TestJobSetWebhook(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/test/framework"
 )
@@ -29,7 +30,7 @@ func TestSliceHealth(t *testing.T) {
 	ns := env.Namespace(t)
 	// TPU hosts of v4 2x2x2 slices (2 hosts each), unless cpu.
 	node := func(name, pool string, cordoned bool) *corev1.Node {
-		labels := map[string]string{"pool": pool, "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2"}
+		labels := map[string]string{"pool": pool, gke.AcceleratorLabel: "tpu-v4-podslice", gke.TopologyLabel: "2x2x2"}
 		if strings.HasPrefix(pool, "cpu") {
 			labels = map[string]string{"pool": pool}
 		}

@@ -52,10 +52,10 @@ func TestNodesCarryGKEMetadata(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
 		}
 	}
-	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "google.com/tpu" || n.Spec.Taints[0].Value != "present" || n.Spec.Taints[0].Effect != "NoSchedule" {
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != gke.TPUTaintKey || n.Spec.Taints[0].Value != gke.TPUTaintValue || n.Spec.Taints[0].Effect != "NoSchedule" {
 		t.Errorf("taints = %v, want google.com/tpu=present:NoSchedule", n.Spec.Taints)
 	}
-	if q := n.Status.Capacity["google.com/tpu"]; q.Value() != 4 {
+	if q := n.Status.Capacity[gke.TPUResource]; q.Value() != 4 {
 		t.Errorf("google.com/tpu capacity = %v, want 4", q.String())
 	}
 	if n.Annotations[KwokNodeAnnotation] != "fake" {
@@ -171,7 +171,7 @@ func TestRealNodesAreTheKubeletsNotKwoks(t *testing.T) {
 	if n.Annotations[KwokNodeAnnotation] != "" || n.Labels[SimulatedLabel] != "" || n.Labels["type"] != "" || n.Labels[RealHostLabel] != "true" {
 		t.Errorf("real node: annotations %v labels %v; want no kwok annotation or simulated labels, and %s=true", n.Annotations, n.Labels, RealHostLabel)
 	}
-	if q := n.Status.Capacity["google.com/tpu"]; q.Value() != 4 || len(n.Status.Capacity) != 1 {
+	if q := n.Status.Capacity[gke.TPUResource]; q.Value() != 4 || len(n.Status.Capacity) != 1 {
 		t.Errorf("real node capacity %v: want only its 4 TPU chips (the kubelet reports CPU and memory)", n.Status.Capacity)
 	}
 }

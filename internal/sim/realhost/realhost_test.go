@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/multislice/multislice/internal/gke"
 )
 
 func testNetwork() Network {
@@ -45,8 +47,8 @@ func TestOverlaps(t *testing.T) {
 func TestKubeletFlags(t *testing.T) {
 	c := Cluster{Layout: NewLayout("/home/u/.multislice"), Network: testNetwork()}
 	h := c.Layout.Host("gke-np-0-0", 0)
-	h.Labels = map[string]string{"kubernetes.io/hostname": "gke-np-0-0", "kubernetes.io/os": "linux", "cloud.google.com/gke-nodepool": "np-0", "MultisliceGroup": "g"}
-	h.Taints = []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+	h.Labels = map[string]string{"kubernetes.io/hostname": "gke-np-0-0", "kubernetes.io/os": "linux", gke.NodePoolLabel: "np-0", gke.MultisliceGroupLabel: "g"}
+	h.Taints = []corev1.Taint{{Key: gke.TPUTaintKey, Value: gke.TPUTaintValue, Effect: corev1.TaintEffectNoSchedule}}
 	args := strings.Join(c.KubeletArgs(h), " ")
 	for _, want := range []string{
 		"--node-labels=MultisliceGroup=g,cloud.google.com/gke-nodepool=np-0 ",

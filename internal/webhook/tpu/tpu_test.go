@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 func tpuJob(name string, parallelism int32, chips string, sel map[string]string) *batchv1.Job {
@@ -25,7 +26,7 @@ func tpuJob(name string, parallelism int32, chips string, sel map[string]string)
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Subdomain: "svc", NodeSelector: sel,
 				Containers: []corev1.Container{
-					{Name: "tpu", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"google.com/tpu": resource.MustParse(chips)}}},
+					{Name: "tpu", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{gke.TPUResource: resource.MustParse(chips)}}},
 					{Name: "sidecar"},
 				},
 			}},
@@ -33,7 +34,15 @@ func tpuJob(name string, parallelism int32, chips string, sel map[string]string)
 	}
 }
 
-var v4x2 = map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x2"}
+var v4x2 = tpuSelector("tpu-v4-podslice", "2x2x2")
+
+// tpuSelector is GKE's node selector for a TPU slice ("": that key left out).
+func tpuSelector(accelerator, topology string) map[string]string {
+	var spec corev1.PodSpec
+	spec.Containers = []corev1.Container{{}}
+	testobj.TPU(&spec, accelerator, topology, "0")
+	return spec.NodeSelector
+}
 
 func env(c corev1.Container) map[string]string {
 	out := map[string]string{}
@@ -88,7 +97,7 @@ func TestInjectJobSetChild(t *testing.T) {
 }
 
 func TestInjectPlainIndexedJob(t *testing.T) {
-	j := tpuJob("train", 4, "4", map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice", "cloud.google.com/gke-tpu-topology": "4x4"})
+	j := tpuJob("train", 4, "4", tpuSelector("tpu-v5-lite-podslice", "4x4"))
 	Inject(j)
 	got := env(j.Spec.Template.Spec.Containers[0])
 	if got["TPU_WORKER_HOSTNAMES"] != "train-0.svc,train-1.svc,train-2.svc,train-3.svc" || got["TPU_ACCELERATOR_TYPE"] != "v5litepod-16" || got["TPU_HOST_BOUNDS"] != "2,2,1" {
@@ -124,11 +133,11 @@ func TestValidateJobSpec(t *testing.T) {
 		{"chips", tpuJob("a", 2, "8", v4x2), 1, []string{`spec.template.spec.containers[0].resources.limits[google.com/tpu]: Invalid value: 8: tpu-v4-podslice 2x2x2 has 4 chips per host: request google.com/tpu: 4`}},
 		{"backoff", func() *batchv1.Job { j := tpuJob("a", 2, "4", v4x2); j.Spec.BackoffLimit = ptr.To(int32(3)); return j }(), 4,
 			[]string{"spec.backoffLimit: Invalid value: 3: a multislice workload needs backoffLimit: 0"}},
-		{"single-host multislice", tpuJob("a", 1, "4", map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x1"}), 2,
+		{"single-host multislice", tpuJob("a", 1, "4", tpuSelector("tpu-v4-podslice", "2x2x1")), 2,
 			[]string{"cannot use single-host slices (v4-8 is one host)"}},
-		{"bad pair", tpuJob("a", 2, "4", map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x2x2"}), 1,
+		{"bad pair", tpuJob("a", 2, "4", tpuSelector("tpu-v6e-slice", "2x2x2")), 1,
 			[]string{"v6e topologies have 2 dimensions"}},
-		{"half a selector", tpuJob("a", 2, "4", map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice"}), 1,
+		{"half a selector", tpuJob("a", 2, "4", tpuSelector("tpu-v4-podslice", "")), 1,
 			[]string{"spec.template.spec.nodeSelector: Required value"}},
 	}
 	for _, c := range cases {
@@ -159,7 +168,7 @@ func TestInitContainerTPU(t *testing.T) {
 	if len(job.Spec.Template.Spec.Containers[0].Env) != 0 {
 		t.Errorf("the container without TPUs got env %v", job.Spec.Template.Spec.Containers[0].Env)
 	}
-	job.Spec.Template.Spec.InitContainers[0].Resources.Limits["google.com/tpu"] = resource.MustParse("8")
+	job.Spec.Template.Spec.InitContainers[0].Resources.Limits[gke.TPUResource] = resource.MustParse("8")
 	errs := ValidateJobSpec(&job.Spec, 1, field.NewPath("spec"))
 	if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "spec.template.spec.initContainers[0].resources.limits[google.com/tpu]") {
 		t.Fatalf("wrong chips in an init container: %v", errs)
