@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,9 +27,9 @@ import (
 // agents (`multislice sim-agents`), which make the same writes in ours.
 const floorWorkers = 32
 
-// floorRound is an in-place restart with no controller: the Jobs the
-// JobSet controller would create for the in-place JobSet, pinned to their
-// pools by hand and owned by no JobSet, so neither the manager nor the
+// floorRound is an in-place restart with no controller: the Jobs and the
+// Service the JobSet controller would create for the in-place JobSet, the
+// Jobs pinned to their pools by hand, owned by no JobSet, so neither the manager nor the
 // simulated agents act on them. The bench itself makes exactly the writes
 // a real cluster needs: per pod, the kubelet's two statuses when the agent
 // exits with its restart code (not for the pod that failed, whose kubelet
@@ -41,14 +40,14 @@ const floorWorkers = 32
 func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 	ctx := context.Background()
 	pods := slices * 16
-	jobs, err := pinnedJobs(ctx, c, slices, name)
+	objs, err := pinnedJobs(ctx, c, slices, name)
 	if err != nil {
 		return result{}, err
 	}
 	w := watchPods(c.Client, name)
 	defer func() {
-		for _, j := range jobs {
-			_ = c.Objects.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		for _, o := range objs {
+			_ = c.Objects.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		}
 		for i := 0; i < 600 && len(w.store.List()) > 0; i++ {
 			time.Sleep(200 * time.Millisecond)
@@ -138,10 +137,11 @@ func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 	return res, nil
 }
 
-// pinnedJobs creates the child Jobs the controller would create for the
-// in-place JobSet, each pinned to pool big-np-i, owned by nothing, their
-// pods labelled with a JobSet name that no JobSet has.
-func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name string) ([]*batchv1.Job, error) {
+// pinnedJobs creates the child Jobs and the headless Service the
+// controller would create for the in-place JobSet, each Job pinned to pool
+// big-np-i, owned by nothing, their pods labelled with a JobSet name that
+// no JobSet has.
+func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name string) ([]client.Object, error) {
 	// The JobSet exists only long enough to be defaulted as ours is.
 	js := jobSet(name, slices, true)
 	js.Spec.ManagedBy = ptr.To("multislice.dev/bench-by-hand")
@@ -152,17 +152,20 @@ func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name stri
 	if err := c.Objects.Delete(ctx, js); err != nil {
 		return nil, err
 	}
-	if len(plan.Create) != slices {
-		return nil, fmt.Errorf("the controller's plan has %d Jobs, want %d", len(plan.Create), slices)
+	if len(plan.Create) != slices || plan.Service == nil {
+		return nil, fmt.Errorf("the controller's plan has %d Jobs and Service %v, want %d and one", len(plan.Create), plan.Service != nil, slices)
 	}
+	objs := []client.Object{plan.Service}
 	for i, j := range plan.Create {
-		pool := fmt.Sprintf("big-np-%d", i)
-		j.OwnerReferences = nil
-		j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
+		j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = fmt.Sprintf("big-np-%d", i)
+		objs = append(objs, j)
 	}
-	errs := make([]error, slices)
-	workqueue.ParallelizeUntil(ctx, slices, slices, func(i int) { errs[i] = c.Objects.Create(ctx, plan.Create[i]) })
-	return plan.Create, errors.Join(errs...)
+	errs := make([]error, len(objs))
+	workqueue.ParallelizeUntil(ctx, len(objs), len(objs), func(i int) {
+		objs[i].SetOwnerReferences(nil)
+		errs[i] = c.Objects.Create(ctx, objs[i])
+	})
+	return objs, errors.Join(errs...)
 }
 
 // floorAgents makes the agents' and kubelets' writes, as many at once and

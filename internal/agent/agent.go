@@ -95,6 +95,15 @@ func (s *State) Next(js *api.JobSet) (Action, int32) {
 	return Wait, 0
 }
 
+// Moved: what Next reads of a JobSet differs between a and b; a JobSet
+// update that moves nothing (its counts, its conditions) leaves every agent
+// where it is.
+func Moved(a, b *api.JobSet) bool {
+	return Bypass(a) != Bypass(b) ||
+		!ptr.Equal(a.Status.CurrentInPlaceRestartAttempt, b.Status.CurrentInPlaceRestartAttempt) ||
+		!ptr.Equal(a.Status.PreviousInPlaceRestartAttempt, b.Status.PreviousInPlaceRestartAttempt)
+}
+
 // Bypass: the JobSet does not restart in place (another strategy, or the
 // disable annotation, e.g. after a downgrade): the agent lets the worker run.
 func Bypass(js *api.JobSet) bool {

@@ -44,6 +44,32 @@ func TestNext(t *testing.T) {
 	}
 }
 
+func TestMoved(t *testing.T) {
+	inPlace := func(current, previous *int32) *api.JobSet {
+		js := &api.JobSet{Spec: api.JobSetSpec{FailurePolicy: &api.FailurePolicy{RestartStrategy: api.InPlaceRestart}}}
+		js.Status.CurrentInPlaceRestartAttempt, js.Status.PreviousInPlaceRestartAttempt = current, previous
+		return js
+	}
+	counted := inPlace(ptr.To[int32](1), ptr.To[int32](0))
+	counted.Status.ReplicatedJobsStatus = []api.ReplicatedJobStatus{{Name: "w", Ready: 3}}
+	disabled := inPlace(ptr.To[int32](1), ptr.To[int32](0))
+	disabled.Annotations = map[string]string{api.DisableInPlaceRestartKey: "true"}
+	for _, c := range []struct {
+		name string
+		a, b *api.JobSet
+		want bool
+	}{
+		{"counts only", inPlace(ptr.To[int32](1), ptr.To[int32](0)), counted, false},
+		{"previous attempt set", inPlace(ptr.To[int32](1), ptr.To[int32](0)), inPlace(ptr.To[int32](1), ptr.To[int32](1)), true},
+		{"current attempt set", inPlace(nil, nil), inPlace(ptr.To[int32](0), nil), true},
+		{"disabled", inPlace(ptr.To[int32](1), ptr.To[int32](0)), disabled, true},
+	} {
+		if got := Moved(c.a, c.b); got != c.want {
+			t.Errorf("%s: Moved = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestOptionsCheck(t *testing.T) {
 	good := Options{Namespace: "ns", JobSetName: "js", PodName: "p", ExitCode: 1}
 	if err := good.Check(); err != nil {

@@ -105,8 +105,12 @@ func (a *Agents) Run(ctx context.Context) error {
 		}
 	}
 	handlers := map[client.Object]toolscache.ResourceEventHandlerFuncs{
-		&corev1.Pod{}:  {AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }, DeleteFunc: gone},
-		&api.JobSet{}:  {AddFunc: onJobSet, UpdateFunc: func(_, o any) { onJobSet(o) }},
+		&corev1.Pod{}: {AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }, DeleteFunc: gone},
+		&api.JobSet{}: {AddFunc: onJobSet, UpdateFunc: func(old, o any) {
+			if a, ok := old.(*api.JobSet); !ok || agent.Moved(a, o.(*api.JobSet)) {
+				onJobSet(o)
+			}
+		}},
 		&corev1.Node{}: {AddFunc: onNode, UpdateFunc: func(_, o any) { onNode(o) }},
 	}
 	for obj, h := range handlers {

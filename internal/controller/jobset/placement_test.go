@@ -177,3 +177,36 @@ func TestWaitingMessageWritesAreSpaced(t *testing.T) {
 		}
 	}
 }
+
+// TestInPlaceProgressWritesAreSpaced: an in-place restart's progress is
+// written at most every inPlaceProgressInterval; its end at once.
+func TestInPlaceProgressWritesAreSpaced(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	waiting := func(msg string) metav1.Condition {
+		return metav1.Condition{Type: string(api.JobSetInPlaceRestarting), Status: metav1.ConditionTrue, Reason: api.WaitingForPodsReason, Message: msg}
+	}
+	done := metav1.Condition{Type: string(api.JobSetInPlaceRestarting), Status: metav1.ConditionFalse, Reason: api.AllPodsRestartedReason}
+	cases := []struct {
+		name      string
+		timeout   time.Duration
+		old, new  metav1.Condition
+		sinceLast time.Duration
+		// requeue: when the postponed write comes back (0: written now).
+		requeue time.Duration
+	}{
+		{"progress, 2 s after the last write", 0, waiting("512 of 1024"), waiting("600 of 1024"), 2 * time.Second, 3 * time.Second},
+		{"progress, 6 s after", 0, waiting("512 of 1024"), waiting("600 of 1024"), 6 * time.Second, 0},
+		{"a short agent timeout spaces less", 8 * time.Second, waiting("512 of 1024"), waiting("600 of 1024"), time.Second, time.Second},
+		{"all pods in: at once", 0, waiting("1023 of 1024"), done, time.Second, 0},
+	}
+	for _, tc := range cases {
+		js := testobj.NewJobSet("ns", "r").ReplicatedJob("slice", 1, 1).Obj()
+		js.Status.Conditions = []metav1.Condition{tc.old}
+		p := Plan{StatusChanged: true, Status: *js.Status.DeepCopy()}
+		p.Status.Conditions = []metav1.Condition{tc.new}
+		batchCounts(Observed{JobSet: js, Now: now, CountsInterval: time.Second, AgentTimeout: tc.timeout, LastStatusWrite: now.Add(-tc.sinceLast)}, &p)
+		if p.StatusChanged != (tc.requeue == 0) || p.RequeueAfter != tc.requeue {
+			t.Errorf("%s: written %v, requeue %v; want requeue %v", tc.name, p.StatusChanged, p.RequeueAfter, tc.requeue)
+		}
+	}
+}

@@ -229,20 +229,37 @@ func Decide(o Observed) (p Plan) {
 // placements they wait for.
 const waitingMessageInterval = 10 * time.Second
 
+// inPlaceProgressInterval spaces the writes of an in-place restart's
+// progress ("attempt 1: 512 of 1,024 pods in it"): every agent watches its
+// JobSet, so each write is one watch event per pod; a quarter of the agent
+// timeout at most, since progress restarts it.
+func inPlaceProgressInterval(agentTimeout time.Duration) time.Duration {
+	if agentTimeout == 0 {
+		agentTimeout = DefaultAgentTimeout
+	}
+	return min(5*time.Second, agentTimeout/4)
+}
+
 // batchCounts postpones a status write that changes nothing but counts
-// when the last write was less than CountsInterval ago (a waiting
-// JobSet's message: waitingMessageInterval); the requeue brings it back,
-// so the status is at most that stale.
+// when the last write was less than CountsInterval ago (an in-place
+// restart's progress: inPlaceProgressInterval; a waiting JobSet's
+// message: waitingMessageInterval); the requeue brings it back, so the
+// status is at most that stale.
 func batchCounts(o Observed, p *Plan) {
 	if !p.StatusChanged || o.CountsInterval == 0 || o.LastStatusWrite.IsZero() {
 		return
 	}
+	old, new := &o.JobSet.Status, &p.Status
 	interval := o.CountsInterval
-	if !onlyCountsChanged(&o.JobSet.Status, &p.Status) {
-		if !onlyWaitingMessageChanged(&o.JobSet.Status, &p.Status) {
-			return
+	switch {
+	case onlyCountsChanged(old, new):
+		if inPlaceProgressChanged(old, new) {
+			interval = max(interval, inPlaceProgressInterval(o.AgentTimeout))
 		}
+	case onlyWaitingMessageChanged(old, new):
 		interval = waitingMessageInterval
+	default:
+		return
 	}
 	if wait := interval - o.Now.Sub(o.LastStatusWrite); wait > 0 {
 		p.StatusChanged = false
@@ -276,6 +293,17 @@ func onlyCountsChanged(old, new *api.JobSetStatus) bool {
 		meta.RemoveStatusCondition(&b.Conditions, string(api.JobSetInPlaceRestarting))
 	}
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// inPlaceProgressChanged: an in-place restart waits before and after, and
+// what it says about its progress changed.
+func inPlaceProgressChanged(old, new *api.JobSetStatus) bool {
+	if !waitingInPlace(old) || !waitingInPlace(new) {
+		return false
+	}
+	a := meta.FindStatusCondition(old.Conditions, string(api.JobSetInPlaceRestarting))
+	b := meta.FindStatusCondition(new.Conditions, string(api.JobSetInPlaceRestarting))
+	return a.Message != b.Message
 }
 
 func waitingInPlace(st *api.JobSetStatus) bool {

@@ -21,17 +21,12 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/metrics"
 	"github.com/multislice/multislice/internal/placement"
@@ -40,10 +35,6 @@ import (
 // OwnerUIDIndex indexes child Jobs by the UID of their controlling JobSet,
 // so a JobSet recreated under the same name never sees its predecessor's Jobs.
 const OwnerUIDIndex = ".metadata.controller.uid"
-
-// PodJobSetIndex indexes cached pods by their JobSet's name (label), so an
-// in-place restart reads its pods without scanning the namespace.
-const PodJobSetIndex = ".metadata.labels.jobset-name"
 
 // Reconciler reconciles JobSets.
 type Reconciler struct {
@@ -76,6 +67,8 @@ type Reconciler struct {
 	// domains the one before it reserved.
 	placing       sync.Mutex
 	domainsSynced func() bool
+	// inPlace indexes the pods of in-place JobSets (InPlaceRestart gate).
+	inPlace *inPlacePods
 }
 
 // SetupWithManager registers the controller and its index.
@@ -95,17 +88,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if err != nil {
 		return err
 	}
-	if r.Gates.InPlaceRestart {
-		err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodJobSetIndex, func(o client.Object) []string {
-			if name := o.GetLabels()[api.JobSetNameKey]; name != "" {
-				return []string{name}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&api.JobSet{}).
 		Owns(&batchv1.Job{}).
@@ -123,52 +105,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	if r.Gates.InPlaceRestart {
 		// An agent's annotation or a container restart moves an in-place
-		// restart along; nothing else of a pod does.
-		b = b.Watches(&corev1.Pod{}, batchedOwnerJobSet(inPlaceBatch), builder.WithPredicates(inPlaceProgress))
+		// restart along; nothing else of a pod does. The pods' facts are
+		// indexed from the same events, so a reconcile reads no pod.
+		r.inPlace = &inPlacePods{}
+		b = b.Watches(&corev1.Pod{}, feedInPlace(r.inPlace, inPlaceBatch))
 	}
 	return b.Complete(r)
 }
 
-func ownerJobSet(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[api.JobSetNameKey]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
 // inPlaceBatch is how long an in-place JobSet's pod changes gather before
 // a reconcile reads them. They come in bursts of one per pod, and every
-// reconcile reads every pod of the JobSet: reconciled per change, a restart
-// of n pods cost O(n²) (at 1,024 pods, a third of the manager's CPU during
-// the restart); batched, at most one reconcile per period.
+// reconcile reads the facts of every pod of the JobSet: reconciled per
+// change, a restart of n pods costs O(n²); batched, at most one reconcile
+// per period.
 const inPlaceBatch = 50 * time.Millisecond
-
-// batchedOwnerJobSet enqueues a pod's JobSet after period; changes within
-// it join the one reconcile (the delaying queue keeps the earliest time).
-func batchedOwnerJobSet(period time.Duration) handler.EventHandler {
-	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, r := range ownerJobSet(context.Background(), o) {
-			q.AddAfter(r, period)
-		}
-	}
-	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { add(e.Object, q) },
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) { add(e.ObjectNew, q) },
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { add(e.Object, q) },
-	}
-}
-
-var inPlaceProgress = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool { return agent.PodAttempt(e.Object.GetAnnotations()) != nil },
-	DeleteFunc: func(e event.DeleteEvent) bool { return agent.PodAttempt(e.Object.GetAnnotations()) != nil },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		a, b := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-		return !ptr.Equal(agent.PodAttempt(a.Annotations), agent.PodAttempt(b.Annotations)) || agent.MaxRestartCount(&a.Status) != agent.MaxRestartCount(&b.Status)
-	},
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
 
 // Reconcile observes, decides and acts.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -271,20 +221,9 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 		}
 		o.PodsRefused = refusal
 	}
-	if r.Gates.InPlaceRestart && inPlace(js) {
-		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{PodJobSetIndex: js.Name},
-			client.UnsafeDisableDeepCopy); err != nil {
-			return o, fmt.Errorf("list pods: %w", err)
-		}
-		attempt := strconv.Itoa(int(js.Status.Restarts))
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.DeletionTimestamp != nil || !agentStarted(p) || p.Labels[api.RestartsKey] != attempt {
-				continue // going, not started, or of a recreated attempt: no agent to wait for
-			}
-			o.Pods = append(o.Pods, InPlacePod{Name: p.Name, Attempt: agent.PodAttempt(p.Annotations), Restarts: agent.MaxRestartCount(&p.Status)})
-		}
+	if r.inPlace != nil && inPlace(js) {
+		// Pods going, not started, or of a recreated attempt have no agent to wait for.
+		o.Pods = r.inPlace.pods(client.ObjectKeyFromObject(js), strconv.Itoa(int(js.Status.Restarts)))
 	}
 	if dnsHostnames(js) {
 		var svc corev1.Service
