@@ -72,8 +72,8 @@ func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 		return result{}, err
 	}
 	time.Sleep(2 * time.Second)
-	cpu, self := c.CPU(), selfCPU()
-	before, err := requestCounts(ctx, c.Client)
+	self := selfCPU()
+	m, err := startMeter(ctx, c)
 	if err != nil {
 		return result{}, err
 	}
@@ -122,18 +122,10 @@ func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 		return res, err
 	}
 	res.fanOut, res.release = all-res.detect, res.total-all
-	after, err := requestCounts(ctx, c.Client)
-	if err != nil {
+	if err := m.stop(ctx, c, &res); err != nil {
 		return res, err
 	}
-	res.cpu = c.CPUSince(cpu) + fmt.Sprintf(", the floor's agents (this bench) %.1fs", (selfCPU()-self).Seconds())
-	res.manager = c.CPU()[managerProcess] - cpu[managerProcess]
-	res.writes = map[string]int{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			res.writes[k] = d
-		}
-	}
+	res.cpu += fmt.Sprintf(", the floor's agents (this bench) %.1fs", (selfCPU() - self).Seconds())
 	return res, nil
 }
 
@@ -243,20 +235,14 @@ func (f *floorAgents) remember(p *corev1.Pod) {
 	f.mu.Unlock()
 }
 
-// writeStatus writes successive statuses of pod, one write each, as the
+// writeStatus writes the kubelet's successive statuses of pod, as the
 // simulated agents do.
 func (f *floorAgents) writeStatus(ctx context.Context, pod *corev1.Pod, steps []*corev1.PodStatus) error {
-	current := pod.DeepCopy()
-	for _, st := range steps {
-		updated := current.DeepCopy()
-		updated.Status = *st
-		if err := f.c.Status().Patch(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{})); err != nil {
-			return err
-		}
-		current = updated
+	last, err := sim.WriteStatus(ctx, f.c, pod, steps)
+	if err == nil {
+		f.remember(last)
 	}
-	f.remember(current)
-	return nil
+	return err
 }
 
 // selfCPU is this process's CPU time so far.

@@ -157,8 +157,7 @@ func round(c *framework.Cluster, slices int, inPlace bool, name string) (result,
 		return result{}, err
 	}
 	time.Sleep(2 * time.Second) // settle: status writes of the start are done
-	cpu := c.CPU()
-	before, err := requestCounts(ctx, c.Client)
+	m, err := startMeter(ctx, c)
 	if err != nil {
 		return result{}, err
 	}
@@ -191,19 +190,37 @@ func round(c *framework.Cluster, slices int, inPlace bool, name string) (result,
 		res.fanOut, res.release = all-res.detect, res.total-all
 		res.lifted = <-lifted
 	}
+	return res, m.stop(ctx, c, &res)
+}
+
+// meter reads what a restart costs: the components' CPU and the API
+// server's writes from its start.
+type meter struct {
+	cpu    map[string]time.Duration
+	writes map[string]int
+}
+
+func startMeter(ctx context.Context, c *framework.Cluster) (meter, error) {
+	cpu := c.CPU()
+	writes, err := requestCounts(ctx, c.Client)
+	return meter{cpu: cpu, writes: writes}, err
+}
+
+// stop writes into res what the restart cost since startMeter.
+func (m meter) stop(ctx context.Context, c *framework.Cluster, res *result) error {
 	after, err := requestCounts(ctx, c.Client)
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.cpu = c.CPUSince(cpu)
-	res.manager = c.CPU()[managerProcess] - cpu[managerProcess]
+	res.cpu = c.CPUSince(m.cpu)
+	res.manager = c.CPU()[managerProcess] - m.cpu[managerProcess]
 	res.writes = map[string]int{}
 	for k, v := range after {
-		if d := v - before[k]; d > 0 {
+		if d := v - m.writes[k]; d > 0 {
 			res.writes[k] = d
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // untilCurrent watches the JobSet until its current in-place attempt is

@@ -16,11 +16,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -28,6 +23,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/view"
 )
 
@@ -58,6 +54,9 @@ func init() {
 // Server keeps the page current from watches and serves it.
 type Server struct {
 	Config *rest.Config
+	// Cache, when set, is a started cache with objcache's options (the
+	// manager's): the page reads it instead of watching the cluster again.
+	Cache cache.Cache
 	// Coalesce gathers the changes of a burst into one update (default
 	// 200 ms): a restart of 1,000 pods is a few updates, not thousands.
 	Coalesce time.Duration
@@ -79,8 +78,8 @@ type Server struct {
 }
 
 // Start builds the caches (nodes, JobSets and their Jobs, pods and
-// Events) and keeps the page current until ctx ends. It returns once the
-// first page is rendered.
+// Events), unless given the manager's, and keeps the page current until
+// ctx ends. It returns once the first page is rendered.
 func (s *Server) Start(ctx context.Context) error {
 	if s.Coalesce == 0 {
 		s.Coalesce = 200 * time.Millisecond
@@ -88,22 +87,13 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.Log == nil {
 		s.Log = io.Discard
 	}
-	scheme := runtime.NewScheme()
-	_ = corev1.AddToScheme(scheme)
-	_ = batchv1.AddToScheme(scheme)
-	_ = api.AddToScheme(scheme)
-	ofJobSets, _ := labels.NewRequirement(api.JobSetNameKey, selection.Exists, nil)
-	onlyJobSets := labels.NewSelector().Add(*ofJobSets)
-	var err error
-	s.cache, err = cache.New(s.Config, cache.Options{Scheme: scheme,
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:   {Label: onlyJobSets, Transform: slimPod},
-			&batchv1.Job{}:  {Label: onlyJobSets},
-			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "JobSet")},
-		}})
-	if err != nil {
-		return err
+	s.cache = s.Cache
+	own := s.cache == nil
+	if own {
+		var err error
+		if s.cache, err = cache.New(s.Config, objcache.Options()); err != nil {
+			return err
+		}
 	}
 	s.changed = make(chan struct{}, 1)
 	s.waiters = make(chan struct{})
@@ -128,7 +118,9 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	go func() { _ = s.cache.Start(ctx) }()
+	if own {
+		go func() { _ = s.cache.Start(ctx) }()
+	}
 	// Bounded: an identity that may not list and watch what the page shows
 	// gets an error that says so, not a page that never comes.
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -335,20 +327,6 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-// slimPod keeps what the page shows of a pod.
-func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, Annotations: p.Annotations, DeletionTimestamp: p.DeletionTimestamp},
-		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
-	}, nil
 }
 
 // shown is what the page shows of a node, so that the heartbeats of 1,000

@@ -12,16 +12,9 @@ import (
 	"os"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,13 +26,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
 	"github.com/multislice/multislice/internal/dashboard"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/metrics"
+	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/outage"
 	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/internal/slicehealth"
@@ -95,19 +88,7 @@ type Options struct {
 }
 
 // Scheme knows the built-in types and the JobSet API.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = api.AddToScheme(s)
-	return s
-}
-
-// ownedByJobSets selects the objects the JobSet controller creates: the
-// cache holds only these, never every Job, Service or Pod of the cluster.
-func ownedByJobSets() labels.Selector {
-	req, _ := labels.NewRequirement(api.JobSetNameKey, selection.Exists, nil)
-	return labels.NewSelector().Add(*req)
-}
+func Scheme() *runtime.Scheme { return objcache.Scheme() }
 
 // tpuStandsAside decides, from --tpu-webhook and (for auto) the API
 // server's version, whether the TPU webhook stands aside.
@@ -167,7 +148,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return err
 		}
 	}
-	owned := cache.ByObject{Label: ownedByJobSets()}
 	webhookServer := webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
 		TLSOpts: []func(*tls.Config){o.TLS.apply}})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -186,14 +166,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhookServer,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&batchv1.Job{}: owned, &corev1.Service{}: owned,
-				&corev1.Pod{}:  {Field: boundAndActive(), Transform: slimPod},
-				&corev1.Node{}: {Transform: slimNode},
-			},
-		},
+		Cache:                         objcache.Options(),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -224,7 +197,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return l.Items, err
 	}, workload.State)
 	if o.DashboardAddr != "" && o.DashboardAddr != "0" {
-		if err := mgr.Add(dashboardRunnable{cfg: cfg, addr: o.DashboardAddr, groupLabel: o.GroupLabel}); err != nil {
+		if err := mgr.Add(dashboardRunnable{cfg: cfg, cache: mgr.GetCache(), addr: o.DashboardAddr, groupLabel: o.GroupLabel}); err != nil {
 			return err
 		}
 	}
@@ -277,71 +250,6 @@ func addWebhooks(mgr ctrl.Manager, clientset kubernetes.Interface, o Options, ca
 	return mgr.Add(&certRenewer{client: clientset, options: o, bundle: ca})
 }
 
-// slimNode keeps what the manager reads of a node (placement, slice
-// health): its name, labels, taints, cordon, deletion and readiness. The
-// rest (images, addresses, capacity, node info, the other conditions and
-// their heartbeats) is most of a Node, so 5,000 nodes stay cheap to cache.
-func slimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	slim := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
-			Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp},
-		Spec: corev1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable},
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason,
-				Message: c.Message, LastTransitionTime: c.LastTransitionTime}}
-		}
-	}
-	return slim, nil
-}
-
-// boundAndActive selects the pods that occupy a node: placement must see
-// every workload's pods on a domain, not only JobSets'.
-func boundAndActive() fields.Selector {
-	return fields.ParseSelectorOrDie("spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed")
-}
-
-// slimPod keeps what placement and slice repair read of a pod: its name,
-// the labels that tie it to a Job, its node and its containers' resources.
-// A cached pod is then a few hundred bytes, whatever the pod carries.
-func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	slim := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			DeletionTimestamp: p.DeletionTimestamp, Labels: map[string]string{}},
-		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
-	}
-	// An in-place restart reads the agent's attempt and how often the
-	// containers restarted (one status, holding the highest count).
-	if v, ok := p.Annotations[api.InPlaceRestartAttemptKey]; ok {
-		slim.Annotations = map[string]string{api.InPlaceRestartAttemptKey: v}
-	}
-	if n := agent.MaxRestartCount(&p.Status); n > 0 {
-		slim.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: n}}
-	}
-	for _, key := range []string{batchv1.JobNameLabel, api.LegacyJobNameLabel, api.JobSetNameKey, api.RestartsKey} {
-		if v, ok := p.Labels[key]; ok {
-			slim.Labels[key] = v
-		}
-	}
-	for _, c := range p.Spec.Containers {
-		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
-	}
-	for _, c := range p.Spec.InitContainers {
-		slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: c.Name, Resources: c.Resources})
-	}
-	return slim, nil
-}
-
 func certOptions(o Options) certs.Options {
 	svc := WebhookServiceName + "." + o.Namespace
 	return certs.Options{
@@ -386,7 +294,9 @@ func (c *certRenewer) renew(ctx context.Context) {
 
 // dashboardRunnable serves the dashboard on every replica.
 type dashboardRunnable struct {
-	cfg        *rest.Config
+	cfg *rest.Config
+	// cache is the manager's: the page reads what the controllers read.
+	cache      cache.Cache
 	addr       string
 	groupLabel string
 }
@@ -404,7 +314,7 @@ func (d dashboardRunnable) Start(ctx context.Context) error {
 		return nil
 	}
 	defer l.Close()
-	s := &dashboard.Server{Config: d.cfg, Log: os.Stderr, GroupLabel: d.groupLabel}
+	s := &dashboard.Server{Config: d.cfg, Cache: d.cache, Log: os.Stderr, GroupLabel: d.groupLabel}
 	if err := s.Start(ctx); err != nil {
 		log.Error(err, "not serving the dashboard")
 		return nil

@@ -235,19 +235,26 @@ func (a *Agents) advertiseTPUChips(ctx context.Context, n *corev1.Node) {
 	}
 }
 
-// writeStatus writes the kubelet's successive statuses of pod, one write
-// each, every one against the pod as the previous write left it.
+// writeStatus writes the kubelet's successive statuses of pod.
 func (a *Agents) writeStatus(ctx context.Context, pod *corev1.Pod, steps []*corev1.PodStatus) error {
+	_, err := WriteStatus(ctx, a.c, pod, steps)
+	return err
+}
+
+// WriteStatus writes successive statuses of pod, one write each as a
+// kubelet does, every one against the pod as the previous write left it;
+// it returns the pod as the last write left it.
+func WriteStatus(ctx context.Context, c client.Client, pod *corev1.Pod, steps []*corev1.PodStatus) (*corev1.Pod, error) {
 	current := pod.DeepCopy()
 	for _, st := range steps {
 		updated := current.DeepCopy()
 		updated.Status = *st
-		if err := a.c.Status().Patch(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{})); err != nil {
-			return err
+		if err := c.Status().Patch(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{})); err != nil {
+			return nil, err
 		}
 		current = updated
 	}
-	return nil
+	return current, nil
 }
 
 func hasAgent(p *corev1.Pod) bool {

@@ -60,8 +60,8 @@ func (r *Reconciler) releaseStrandedPods(ctx context.Context, j *batchv1.Job, no
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName == "" || healthy[p.Spec.NodeName] {
-			continue
+		if p.Spec.NodeName == "" || healthy[p.Spec.NodeName] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue // not stranded: never placed, on a live host, or already over
 		}
 		if err := r.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
 			return err

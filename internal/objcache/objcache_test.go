@@ -1,4 +1,4 @@
-package manager
+package objcache
 
 import (
 	"strings"
@@ -15,28 +15,29 @@ import (
 	"github.com/multislice/multislice/internal/gke"
 )
 
-func TestSlimPodKeepsWhatPlacementAndRepairRead(t *testing.T) {
+func TestSlimPodKeepsWhatIsRead(t *testing.T) {
 	tpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{gke.TPUResource: resource.MustParse("4")}}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: "ns", Labels: map[string]string{
 			"job-name": "w", batchv1.JobNameLabel: "w", api.JobSetNameKey: "js", "team": "a"},
-			Annotations: map[string]string{"big": strings.Repeat("x", 4096)}},
+			Annotations: map[string]string{"big": strings.Repeat("x", 4096), batchv1.JobCompletionIndexAnnotation: "3"}},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Image: "python",
 			Env: []corev1.EnvVar{{Name: "TPU_WORKER_HOSTNAMES", Value: strings.Repeat("h,", 500)}}, Resources: tpu}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
-	got, err := slimPod(pod)
+	got, err := SlimPod(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: "ns", Labels: map[string]string{
-			"job-name": "w", batchv1.JobNameLabel: "w", api.JobSetNameKey: "js"}},
+			"job-name": "w", batchv1.JobNameLabel: "w", api.JobSetNameKey: "js"},
+			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "3"}},
 		Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Resources: tpu}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
-		t.Errorf("slimPod:\n got %+v\nwant %+v", got, want)
+		t.Errorf("SlimPod:\n got %+v\nwant %+v", got, want)
 	}
 }
 
@@ -55,7 +56,7 @@ func TestSlimNodeKeepsWhatPlacementAndSliceHealthRead(t *testing.T) {
 			NodeInfo: corev1.NodeSystemInfo{KernelVersion: "6.1"},
 		},
 	}
-	got, err := slimNode(node)
+	got, err := SlimNode(node)
 	if err != nil {
 		t.Fatal(err)
 	}

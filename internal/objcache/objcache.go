@@ -1,0 +1,127 @@
+// Package objcache is what the manager and the dashboard keep of the
+// cluster in their caches: one scheme, one selection and one slim form per
+// kind, so that a dashboard served by the manager reads the manager's
+// cache instead of watching Nodes, Jobs and Pods a second time.
+package objcache
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/agent"
+)
+
+// Scheme knows Kubernetes' built-in kinds and JobSets.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = api.AddToScheme(s)
+	return s
+}
+
+// Options are the cache's: Jobs and Services that JobSets own, every pod
+// and node in their slim forms, and the Events about JobSets; managed
+// fields stripped from everything.
+func Options() cache.Options {
+	owned := cache.ByObject{Label: OwnedByJobSets()}
+	return cache.Options{
+		Scheme:           Scheme(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}: owned, &corev1.Service{}: owned,
+			// Every pod, not only JobSets': placement must see every
+			// workload's pods on a domain.
+			&corev1.Pod{}:   {Transform: SlimPod},
+			&corev1.Node{}:  {Transform: SlimNode},
+			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "JobSet")},
+		},
+	}
+}
+
+// OwnedByJobSets selects the objects the JobSet controller creates: the
+// cache holds only these, never every Job or Service of the cluster.
+func OwnedByJobSets() labels.Selector {
+	req, _ := labels.NewRequirement(api.JobSetNameKey, selection.Exists, nil)
+	return labels.NewSelector().Add(*req)
+}
+
+// SlimNode keeps what is read of a node (placement, slice health, the
+// fleet's view): its name, labels, taints, cordon, deletion and readiness.
+// The rest (images, addresses, capacity, node info, the other conditions
+// and their heartbeats) is most of a Node, so 5,000 nodes stay cheap.
+func SlimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
+			Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp},
+		Spec: corev1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable},
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason,
+				Message: c.Message, LastTransitionTime: c.LastTransitionTime}}
+		}
+	}
+	return slim, nil
+}
+
+// podLabels and podAnnotations are those of a pod that are read: which
+// Job, JobSet and restart attempt it belongs to, its index in its Job and
+// its in-place restart attempt.
+var (
+	podLabels      = []string{batchv1.JobNameLabel, api.LegacyJobNameLabel, api.JobSetNameKey, api.RestartsKey}
+	podAnnotations = []string{api.InPlaceRestartAttemptKey, batchv1.JobCompletionIndexAnnotation}
+)
+
+// SlimPod keeps what is read of a pod (placement, slice repair, in-place
+// restart, the JobSet's view): its name, the labels and annotations above,
+// its node, its phase, how often its containers restarted (one status,
+// holding the highest count) and its containers' resources. A cached pod
+// is then a few hundred bytes, whatever the pod carries.
+func SlimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			DeletionTimestamp: p.DeletionTimestamp, Labels: pick(p.Labels, podLabels), Annotations: pick(p.Annotations, podAnnotations)},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	if n := agent.MaxRestartCount(&p.Status); n > 0 {
+		slim.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: n}}
+	}
+	for _, c := range p.Spec.Containers {
+		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
+	}
+	for _, c := range p.Spec.InitContainers {
+		slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: c.Name, Resources: c.Resources})
+	}
+	return slim, nil
+}
+
+func pick(m map[string]string, keys []string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
