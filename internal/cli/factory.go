@@ -14,8 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multislice/multislice/internal/home"
+	"github.com/multislice/multislice/internal/objcache"
 )
 
 // Factory gives commands their streams and the local cluster.
@@ -23,6 +25,9 @@ type Factory struct {
 	Out, Err io.Writer
 	// HomeDir overrides $MULTISLICE_HOME (tests).
 	HomeDir string
+	// ObjectClient, when set, is the client the workload commands use
+	// (tests give a fake); else one is built for WorkloadConfig.
+	ObjectClient client.Client
 	// Kubeconfig and Context are kubectl's --kubeconfig and --context: the
 	// cluster the workload commands (workload, status JOBSET, logs,
 	// dashboard) talk to instead of the local one; As is its --as.
@@ -92,6 +97,19 @@ func (f *Factory) WorkloadConfig() (*rest.Config, error) {
 	}
 	_, cfg, err := f.Client()
 	return cfg, err
+}
+
+// Objects is a client of the cluster workload commands talk to, typed for
+// the built-in kinds and JobSets.
+func (f *Factory) Objects() (client.Client, error) {
+	if f.ObjectClient != nil {
+		return f.ObjectClient, nil
+	}
+	cfg, err := f.WorkloadConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: objcache.Scheme()})
 }
 
 // Client connects to the local cluster as its admin.

@@ -1,4 +1,7 @@
-// Package workload implements `multislice workload create|list|delete`.
+// Package workload implements `multislice workload create|list|delete`,
+// each command in gh's shape: an Options struct the flags fill,
+// NewCmdX(f, runF) (a test's runF sees the options the command line made)
+// and xRun(ctx, opts), which tests call with a fake client.
 package workload
 
 import (
@@ -14,29 +17,35 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/workload"
 )
 
 // NewCmdWorkload is `multislice workload`.
 func NewCmdWorkload(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "workload", Short: "Create, list and delete multislice workloads (JobSets)"}
-	cmd.AddCommand(newCmdCreate(f), newCmdList(f), newCmdDelete(f))
+	cmd.AddCommand(NewCmdCreate(f, nil), NewCmdList(f, nil), NewCmdDelete(f, nil))
 	return cmd
 }
 
-type createOptions struct {
-	spec     workload.Spec
+// CreateOptions is `workload create`'s command line.
+type CreateOptions struct {
+	F      *cli.Factory
+	Spec   workload.Spec
+	DryRun bool
+	Output string
+
 	name     string   // --workload, xpk's spelling of NAME
 	env      []string // KEY=VALUE each; a value may hold commas
 	ttl      int32
-	dryRun   bool
-	output   string
 	exitCode []int32
 }
 
-func newCmdCreate(f *cli.Factory) *cobra.Command {
-	o := &createOptions{}
+// NewCmdCreate is `workload create`; runF (nil: createRun) gets the options.
+func NewCmdCreate(f *cli.Factory, runF func(context.Context, *CreateOptions) error) *cobra.Command {
+	o := &CreateOptions{F: f}
+	if runF == nil {
+		runF = createRun
+	}
 	cmd := &cobra.Command{
 		Use:   "create NAME|--workload=NAME --tpu-type=v4-16 --num-slices=4 --command='...'",
 		Short: "Write a multislice JobSet and submit it (or print it with --dry-run -o yaml)",
@@ -50,61 +59,61 @@ func newCmdCreate(f *cli.Factory) *cobra.Command {
 			case len(args) == 1 && o.name != "" && args[0] != o.name:
 				return fmt.Errorf("NAME %q and --workload %q differ: give one of them", args[0], o.name)
 			case len(args) == 1:
-				o.spec.Name = args[0]
+				o.Spec.Name = args[0]
 			case o.name != "":
-				o.spec.Name = o.name
+				o.Spec.Name = o.name
 			default:
 				return fmt.Errorf("no workload name: give NAME or --workload=NAME")
 			}
 			var err error
-			if o.spec.Env, err = parseEnv(o.env); err != nil {
+			if o.Spec.Env, err = parseEnv(o.env); err != nil {
 				return err
 			}
-			o.spec.RestartOnExitCodes = o.exitCode
-			o.spec.TTLSecondsAfterFinished = &o.ttl
-			o.spec.Namespace = f.Namespace(o.spec.Namespace)
-			return runCreate(cmd.Context(), f, o)
+			o.Spec.RestartOnExitCodes = o.exitCode
+			o.Spec.TTLSecondsAfterFinished = &o.ttl
+			o.Spec.Namespace = f.Namespace(o.Spec.Namespace)
+			return runF(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.spec.TPUType, "tpu-type", "", "TPU type of each slice, e.g. v4-16, v5litepod-16, v5p-32, v6e-16 (required)")
-	fl.IntVar(&o.spec.Slices, "num-slices", 1, "number of slices")
-	fl.StringVar(&o.spec.Command, "command", "", "command run by bash -c in every worker (required)")
+	fl.StringVar(&o.Spec.TPUType, "tpu-type", "", "TPU type of each slice, e.g. v4-16, v5litepod-16, v5p-32, v6e-16 (required)")
+	fl.IntVar(&o.Spec.Slices, "num-slices", 1, "number of slices")
+	fl.StringVar(&o.Spec.Command, "command", "", "command run by bash -c in every worker (required)")
 	fl.StringVar(&o.name, "workload", "", "the workload's name (xpk's spelling of NAME)")
-	fl.StringVar(&o.spec.Image, "image", "python:3.12", "container image")
-	fl.StringVar(&o.spec.Image, "docker-image", "python:3.12", "container image (xpk's spelling of --image)")
-	fl.Int32Var(&o.spec.MaxRestarts, "max-restarts", 0, "restarts of the whole workload before it fails")
-	fl.StringVar(&o.spec.Priority, "priority", "", "PriorityClass: very-low, low, medium, high, very-high")
+	fl.StringVar(&o.Spec.Image, "image", "python:3.12", "container image")
+	fl.StringVar(&o.Spec.Image, "docker-image", "python:3.12", "container image (xpk's spelling of --image)")
+	fl.Int32Var(&o.Spec.MaxRestarts, "max-restarts", 0, "restarts of the whole workload before it fails")
+	fl.StringVar(&o.Spec.Priority, "priority", "", "PriorityClass: very-low, low, medium, high, very-high")
 	fl.StringArrayVar(&o.env, "env", nil, "an environment variable KEY=VALUE, repeatable; the value may contain commas and '=' (e.g. --env XLA_FLAGS=--a=1,--b=2)")
-	fl.StringVar(&o.spec.QueueName, "kueue-queue", "", "Kueue LocalQueue to submit to (label kueue.x-k8s.io/queue-name)")
+	fl.StringVar(&o.Spec.QueueName, "kueue-queue", "", "Kueue LocalQueue to submit to (label kueue.x-k8s.io/queue-name)")
 	fl.Int32SliceVar(&o.exitCode, "restart-on-exit-codes", nil, "exit codes that restart the workload, besides 42 and 127-255; any other failure fails it at once (as xpk)")
 	fl.Int32Var(&o.ttl, "ttl-seconds-after-finished", 43200, "delete the finished workload after this many seconds (as xpk: 12 h)")
-	fl.StringVar(&o.spec.ShmSize, "shm-size", "", "size of a memory-backed /dev/shm, e.g. 16Gi (default: the runtime's 64 MiB)")
-	fl.Int64Var(&o.spec.GracePeriod, "termination-grace-period-seconds", 30, "how long pods get to stop on a restart")
-	fl.StringVarP(&o.spec.Namespace, "namespace", "n", "", "namespace (default: the context's)")
-	fl.BoolVar(&o.dryRun, "dry-run", false, "print the JobSet instead of creating it")
-	fl.StringVarP(&o.output, "output", "o", "", "output format of --dry-run: yaml (default) or json")
+	fl.StringVar(&o.Spec.ShmSize, "shm-size", "", "size of a memory-backed /dev/shm, e.g. 16Gi (default: the runtime's 64 MiB)")
+	fl.Int64Var(&o.Spec.GracePeriod, "termination-grace-period-seconds", 30, "how long pods get to stop on a restart")
+	fl.StringVarP(&o.Spec.Namespace, "namespace", "n", "", "namespace (default: the context's)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "print the JobSet instead of creating it")
+	fl.StringVarP(&o.Output, "output", "o", "", "output format of --dry-run: yaml (default) or json")
 	_ = cmd.MarkFlagRequired("tpu-type")
 	return cmd
 }
 
-func runCreate(ctx context.Context, f *cli.Factory, o *createOptions) error {
-	js, err := workload.Build(o.spec)
+func createRun(ctx context.Context, o *CreateOptions) error {
+	js, err := workload.Build(o.Spec)
 	if err != nil {
 		return err
 	}
-	if o.dryRun {
-		return cli.PrintObject(f.Out, o.output, js)
+	if o.DryRun {
+		return cli.PrintObject(o.F.Out, o.Output, js)
 	}
-	c, err := newClient(f)
+	c, err := o.F.Objects()
 	if err != nil {
 		return err
 	}
 	if err := c.Create(ctx, js); err != nil {
 		return fmt.Errorf("create workload %s: %w", js.Name, err)
 	}
-	fmt.Fprintf(f.Out, "workload %s created: %d x %s slices. Follow it with: multislice status %s -w\n",
-		js.Name, o.spec.Slices, o.spec.TPUType, js.Name)
+	fmt.Fprintf(o.F.Out, "workload %s created: %d x %s slices. Follow it with: multislice status %s -w\n",
+		js.Name, o.Spec.Slices, o.Spec.TPUType, js.Name)
 	return nil
 }
 
@@ -124,14 +133,6 @@ func parseEnv(flags []string) (map[string]string, error) {
 	return env, nil
 }
 
-func newClient(f *cli.Factory) (client.Client, error) {
-	cfg, err := f.WorkloadConfig()
-	if err != nil {
-		return nil, err
-	}
-	return client.New(cfg, client.Options{Scheme: manager.Scheme()})
-}
-
 // listed is one workload as `workload list` prints it.
 type listed struct {
 	Name       string      `json:"name"`
@@ -147,75 +148,111 @@ type listed struct {
 // ResourceName is the workload's JobSet as `kubectl get -o name` names it.
 func (l listed) ResourceName() string { return "jobset.jobset.x-k8s.io/" + l.Name }
 
-func newCmdList(f *cli.Factory) *cobra.Command {
-	var ns, output string
+// ListOptions is `workload list`'s command line.
+type ListOptions struct {
+	F         *cli.Factory
+	Namespace string
+	Output    string
+}
+
+// NewCmdList is `workload list`; runF (nil: listRun) gets the options.
+func NewCmdList(f *cli.Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
+	o := &ListOptions{F: f}
+	if runF == nil {
+		runF = listRun
+	}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List workloads with their state and restarts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := newClient(f)
-			if err != nil {
-				return err
-			}
-			var list api.JobSetList
-			if err := c.List(cmd.Context(), &list, client.InNamespace(f.Namespace(ns))); err != nil {
-				return err
-			}
-			items := make([]listed, 0, len(list.Items))
-			for _, js := range list.Items {
-				l := listed{Name: js.Name, Namespace: js.Namespace, State: workload.State(&js), Restarts: js.Status.Restarts,
-					Queue: js.Labels[workload.QueueLabel], Created: js.CreationTimestamp}
-				for _, rj := range js.Spec.ReplicatedJobs {
-					l.Slices += rj.Replicas
-				}
-				var conds []string
-				for _, c := range js.Status.Conditions {
-					if c.Status == metav1.ConditionTrue {
-						conds = append(conds, c.Type)
-					}
-				}
-				l.Conditions = strings.Join(conds, ",")
-				items = append(items, l)
-			}
-			return cli.Print(f.Out, output, items, func(wide bool) string {
-				if wide {
-					return "NAME\tSLICES\tSTATE\tRESTARTS\tAGE\tQUEUE\tCONDITIONS"
-				}
-				return "NAME\tSLICES\tSTATE\tRESTARTS\tAGE"
-			}, func(l listed, wide bool) string {
-				row := fmt.Sprintf("%s\t%d\t%s\t%d\t%s", l.Name, l.Slices, l.State, l.Restarts, duration.HumanDuration(time.Since(l.Created.Time)))
-				if wide {
-					row += fmt.Sprintf("\t%s\t%s", cli.OrDash(l.Queue), cli.OrDash(l.Conditions))
-				}
-				return row
-			})
+			o.Namespace = f.Namespace(o.Namespace)
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the context's)")
-	cli.OutputFlag(cmd, &output)
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace (default: the context's)")
+	cli.OutputFlag(cmd, &o.Output)
 	return cmd
 }
 
-func newCmdDelete(f *cli.Factory) *cobra.Command {
-	var ns string
+func listRun(ctx context.Context, o *ListOptions) error {
+	c, err := o.F.Objects()
+	if err != nil {
+		return err
+	}
+	var list api.JobSetList
+	if err := c.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
+		return err
+	}
+	items := make([]listed, 0, len(list.Items))
+	for i := range list.Items {
+		items = append(items, listedOf(&list.Items[i]))
+	}
+	return cli.Print(o.F.Out, o.Output, items, func(wide bool) string {
+		if wide {
+			return "NAME\tSLICES\tSTATE\tRESTARTS\tAGE\tQUEUE\tCONDITIONS"
+		}
+		return "NAME\tSLICES\tSTATE\tRESTARTS\tAGE"
+	}, func(l listed, wide bool) string {
+		row := fmt.Sprintf("%s\t%d\t%s\t%d\t%s", l.Name, l.Slices, l.State, l.Restarts, duration.HumanDuration(time.Since(l.Created.Time)))
+		if wide {
+			row += fmt.Sprintf("\t%s\t%s", cli.OrDash(l.Queue), cli.OrDash(l.Conditions))
+		}
+		return row
+	})
+}
+
+func listedOf(js *api.JobSet) listed {
+	l := listed{Name: js.Name, Namespace: js.Namespace, State: workload.State(js), Restarts: js.Status.Restarts,
+		Queue: js.Labels[workload.QueueLabel], Created: js.CreationTimestamp}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		l.Slices += rj.Replicas
+	}
+	var conds []string
+	for _, c := range js.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			conds = append(conds, c.Type)
+		}
+	}
+	l.Conditions = strings.Join(conds, ",")
+	return l
+}
+
+// DeleteOptions is `workload delete`'s command line.
+type DeleteOptions struct {
+	F         *cli.Factory
+	Namespace string
+	Name      string
+}
+
+// NewCmdDelete is `workload delete`; runF (nil: deleteRun) gets the options.
+func NewCmdDelete(f *cli.Factory, runF func(context.Context, *DeleteOptions) error) *cobra.Command {
+	o := &DeleteOptions{F: f}
+	if runF == nil {
+		runF = deleteRun
+	}
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a workload, its Jobs and pods",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(f)
-			if err != nil {
-				return err
-			}
-			js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: f.Namespace(ns)}}
-			if err := c.Delete(cmd.Context(), js, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
-				return fmt.Errorf("delete workload %s: %w", args[0], err)
-			}
-			fmt.Fprintf(f.Out, "workload %s deleted\n", args[0])
-			return nil
+			o.Name, o.Namespace = args[0], f.Namespace(o.Namespace)
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace (default: the context's)")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace (default: the context's)")
 	return cmd
+}
+
+func deleteRun(ctx context.Context, o *DeleteOptions) error {
+	c, err := o.F.Objects()
+	if err != nil {
+		return err
+	}
+	js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace}}
+	if err := c.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		return fmt.Errorf("delete workload %s: %w", o.Name, err)
+	}
+	fmt.Fprintf(o.F.Out, "workload %s deleted\n", o.Name)
+	return nil
 }
