@@ -2,7 +2,8 @@ package jobset
 
 import (
 	"context"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,15 @@ import (
 // the informer's initial list after a restart of the manager.
 type inPlacePods struct {
 	mu       sync.Mutex
-	byJobSet map[types.NamespacedName]map[string]podFacts
+	byJobSet map[types.NamespacedName]*jobSetPods
+}
+
+// jobSetPods are one JobSet's pods, and the last answer of pods() while
+// none of them changes: reconciles come far more often than pods move.
+type jobSetPods struct {
+	facts      map[string]podFacts
+	answer     []InPlacePod
+	answeredAt string // the recreate attempt answer is for; "" none
 }
 
 // podFacts is one pod as the in-place restart sees it.
@@ -51,6 +60,10 @@ func progressed(a, b podFacts) bool {
 	return a.Restarts != b.Restarts || !equalAttempt(a.Attempt, b.Attempt)
 }
 
+func same(a, b podFacts) bool {
+	return a.Name == b.Name && a.counts == b.counts && a.attempt == b.attempt && !progressed(a, b)
+}
+
 func equalAttempt(a, b *int32) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 // set records p; it reports whether the in-place restart of its JobSet
@@ -64,15 +77,18 @@ func (c *inPlacePods) set(p *corev1.Pod) (types.NamespacedName, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byJobSet == nil {
-		c.byJobSet = map[types.NamespacedName]map[string]podFacts{}
+		c.byJobSet = map[types.NamespacedName]*jobSetPods{}
 	}
 	pods := c.byJobSet[js]
 	if pods == nil {
-		pods = map[string]podFacts{}
+		pods = &jobSetPods{facts: map[string]podFacts{}}
 		c.byJobSet[js] = pods
 	}
-	old, had := pods[p.Name]
-	pods[p.Name] = f
+	old, had := pods.facts[p.Name]
+	if had && same(old, f) {
+		return js, false // a heartbeat of facts already known: the answer stands
+	}
+	pods.facts[p.Name], pods.answeredAt = f, ""
 	return js, had && progressed(old, f) || !had && f.Attempt != nil
 }
 
@@ -85,9 +101,13 @@ func (c *inPlacePods) delete(p *corev1.Pod) (types.NamespacedName, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pods := c.byJobSet[js]
-	old, had := pods[p.Name]
-	delete(pods, p.Name)
-	if len(pods) == 0 {
+	if pods == nil {
+		return js, false
+	}
+	old, had := pods.facts[p.Name]
+	delete(pods.facts, p.Name)
+	pods.answeredAt = ""
+	if len(pods.facts) == 0 {
 		delete(c.byJobSet, js)
 	}
 	return js, had && old.Attempt != nil
@@ -96,16 +116,25 @@ func (c *inPlacePods) delete(p *corev1.Pod) (types.NamespacedName, bool) {
 // pods are the JobSet's pods an in-place restart waits for at recreate
 // attempt restarts: not going away, agent started, of that attempt; by
 // name, so that the messages naming them are stable.
+// The answer is shared until a pod changes: callers only read it.
 func (c *inPlacePods) pods(js types.NamespacedName, restarts string) []InPlacePod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []InPlacePod
-	for _, f := range c.byJobSet[js] {
+	pods := c.byJobSet[js]
+	if pods == nil {
+		return nil
+	}
+	if pods.answeredAt == restarts && restarts != "" {
+		return pods.answer
+	}
+	out := make([]InPlacePod, 0, len(pods.facts))
+	for _, f := range pods.facts {
 		if f.counts && f.attempt == restarts {
 			out = append(out, f.InPlacePod)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b InPlacePod) int { return strings.Compare(a.Name, b.Name) })
+	pods.answer, pods.answeredAt = out, restarts
 	return out
 }
 

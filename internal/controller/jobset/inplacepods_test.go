@@ -1,6 +1,8 @@
 package jobset
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +79,42 @@ func TestInPlacePods(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInPlacePodsAnswerFollowsChanges: the answer kept between reconciles
+// is dropped when a pod changes, comes or goes.
+func TestInPlacePodsAnswerFollowsChanges(t *testing.T) {
+	js := types.NamespacedName{Namespace: "ns", Name: "js"}
+	idx := &inPlacePods{}
+	idx.set(inPlacePod("a"))
+	idx.set(inPlacePod("b"))
+	attempts := func() string {
+		var out []string
+		for _, p := range idx.pods(js, "0") {
+			a := "-"
+			if p.Attempt != nil {
+				a = fmt.Sprint(*p.Attempt)
+			}
+			out = append(out, p.Name+":"+a)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, step := range []struct {
+		do   func()
+		want string
+	}{
+		{func() {}, "a:- b:-"},
+		{func() {}, "a:- b:-"},
+		{func() { idx.set(inPlacePod("b", atAttempt("1"))) }, "a:- b:1"},
+		{func() { idx.set(inPlacePod("c", atAttempt("1"))) }, "a:- b:1 c:1"},
+		{func() { idx.delete(inPlacePod("a")) }, "b:1 c:1"},
+		{func() { idx.set(inPlacePod("b", atAttempt("1"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })) }, "c:1"},
+	} {
+		step.do()
+		if got := attempts(); got != step.want {
+			t.Errorf("pods = %q, want %q", got, step.want)
+		}
 	}
 }
 
