@@ -33,6 +33,9 @@ type JobSet struct {
 	Events         []string           `json:"events"`
 }
 
+// ResourceName is the JobSet as `kubectl get -o name` names it.
+func (j JobSet) ResourceName() string { return "jobset.jobset.x-k8s.io/" + j.Name }
+
 // Slice is one child Job: its domain and its workers.
 type Slice struct {
 	Job           string `json:"job"`

@@ -42,7 +42,7 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.Err)
 	f.BindClientFlags(cmd.PersistentFlags())
-	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f), nodepool.NewCmdNodepool(f),
+	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f, nil), nodepool.NewCmdNodepool(f),
 		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), up.NewCmdRegistry(f), image.NewCmdImage(f), agent.NewCmdAgent(f), logs.NewCmdLogs(f), dashboard.NewCmdDashboard(f), kueue.NewCmdKueue(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd

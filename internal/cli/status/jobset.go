@@ -15,7 +15,6 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/view"
 )
 
@@ -61,35 +60,35 @@ func dash(s string) string {
 	return s
 }
 
-// RunJobSet prints one JobSet, once or (watch) every two seconds.
-func RunJobSet(ctx context.Context, f *cli.Factory, namespace, name, output string, watch bool) error {
-	cfg, err := f.WorkloadConfig()
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+// jobSetRun prints one JobSet, once or (watch) every two seconds: as
+// tables (table, wide) or as an object (yaml, json, name, jsonpath,
+// custom-columns). Watching a terminal redraws it; a pipe gets frames, not
+// control codes.
+func jobSetRun(ctx context.Context, o *Options) error {
+	c, err := o.F.Objects()
 	if err != nil {
 		return err
 	}
 	for {
-		v, err := observe(ctx, c, namespace, name)
+		v, err := observe(ctx, c, o.Namespace, o.JobSet)
 		if err != nil {
 			return err
 		}
-		if output == "json" || output == "yaml" {
-			if err := cli.PrintObject(f.Out, output, v); err != nil {
+		switch o.Output {
+		case "", "table", "wide":
+			switch {
+			case o.Watch && cli.IsTerminal(o.F.Out):
+				fmt.Fprint(o.F.Out, "\033[H\033[2J") // clear the terminal between frames
+			case o.Watch:
+				fmt.Fprintf(o.F.Out, "--- %s\n", time.Now().Format("15:04:05"))
+			}
+			Print(o.F.Out, v)
+		default:
+			if err := cli.PrintObject(o.F.Out, o.Output, v); err != nil {
 				return err
 			}
-		} else {
-			switch {
-			case watch && cli.IsTerminal(f.Out):
-				fmt.Fprint(f.Out, "\033[H\033[2J") // clear the terminal between frames
-			case watch:
-				fmt.Fprintf(f.Out, "--- %s\n", time.Now().Format("15:04:05")) // a pipe gets frames, not control codes
-			}
-			Print(f.Out, v)
 		}
-		if !watch {
+		if !o.Watch {
 			return nil
 		}
 		select {

@@ -22,10 +22,22 @@ import (
 	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
-// NewCmdStatus is `multislice status`.
-func NewCmdStatus(f *cli.Factory) *cobra.Command {
-	var ns, output string
-	var watch bool
+// Options is `multislice status`'s command line.
+type Options struct {
+	F *cli.Factory
+	// JobSet names the JobSet to show ("": the local cluster).
+	JobSet    string
+	Namespace string
+	Output    string
+	Watch     bool
+}
+
+// NewCmdStatus is `multislice status`; runF (nil: statusRun) gets the options.
+func NewCmdStatus(f *cli.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{F: f}
+	if runF == nil {
+		runF = statusRun
+	}
 	cmd := &cobra.Command{
 		Use:   "status [JOBSET]",
 		Short: "Show the local cluster (components, memory, fleet), or one JobSet's slices x workers",
@@ -35,22 +47,28 @@ func NewCmdStatus(f *cli.Factory) *cobra.Command {
   multislice status multislice-job -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.CheckFormat(output); err != nil {
+			if err := cli.CheckFormat(o.Output); err != nil {
 				return err
 			}
 			if len(args) == 1 {
-				return RunJobSet(cmd.Context(), f, f.Namespace(ns), args[0], output, watch)
-			}
-			if watch {
+				o.JobSet, o.Namespace = args[0], f.Namespace(o.Namespace)
+			} else if o.Watch {
 				return fmt.Errorf("--watch follows one JobSet: name it (multislice status JOBSET -w)")
 			}
-			return Run(cmd.Context(), f, output)
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVarP(&ns, "namespace", "n", "", "namespace of the JobSet (default: the context's)")
-	cli.OutputFlag(cmd, &output)
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "redraw every two seconds")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the JobSet (default: the context's)")
+	cli.OutputFlag(cmd, &o.Output)
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "redraw every two seconds")
 	return cmd
+}
+
+func statusRun(ctx context.Context, o *Options) error {
+	if o.JobSet != "" {
+		return jobSetRun(ctx, o)
+	}
+	return Run(ctx, o.F, o.Output)
 }
 
 // fleetTimeout bounds the fleet's part of `status`, so that it answers

@@ -109,7 +109,9 @@ func TestInPlacePodsAnswerFollowsChanges(t *testing.T) {
 		{func() { idx.set(inPlacePod("b", atAttempt("1"))) }, "a:- b:1"},
 		{func() { idx.set(inPlacePod("c", atAttempt("1"))) }, "a:- b:1 c:1"},
 		{func() { idx.delete(inPlacePod("a")) }, "b:1 c:1"},
-		{func() { idx.set(inPlacePod("b", atAttempt("1"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })) }, "c:1"},
+		{func() {
+			idx.set(inPlacePod("b", atAttempt("1"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }))
+		}, "c:1"},
 	} {
 		step.do()
 		if got := attempts(); got != step.want {
