@@ -29,14 +29,15 @@ const floorWorkers = 32
 
 // floorRound is an in-place restart with no controller: the Jobs and the
 // Service the JobSet controller would create for the in-place JobSet, the
-// Jobs pinned to their pools by hand, owned by no JobSet, so neither the manager nor the
-// simulated agents act on them. The bench itself makes exactly the writes
-// a real cluster needs: per pod, the kubelet's two statuses when the agent
-// exits with its restart code (not for the pod that failed, whose kubelet
-// already restarted it), the agent's attempt annotation, and, once every
-// pod has it, the kubelet's three statuses when the barrier lifts. It
-// knows the moment every pod is at the attempt without reading anything:
-// the floor of the coordination ours does through the JobSet's status.
+// Jobs pinned to their pools by hand and owned by no JobSet, so that
+// neither the manager nor the simulated agents act on them. The bench
+// itself makes exactly the writes a real cluster needs: per pod, the
+// kubelet's two statuses when the agent exits with its restart code (not
+// for the pod that failed, whose kubelet already restarted it), the
+// agent's attempt annotation, and, once every pod has it, the kubelet's
+// three statuses when the barrier lifts. It knows the moment every pod is
+// at the attempt without reading anything (its own writes returned): the
+// floor of the coordination ours does through the JobSet's status.
 func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 	ctx := context.Background()
 	pods := slices * 16
@@ -110,12 +111,16 @@ func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 	if signalErr != nil {
 		return res, signalErr
 	}
+	// Every annotation is written: the barrier lifts now, while the watch
+	// measures when the pods' attempts show.
+	res.lifted = time.Since(began)
+	released := make(chan error, 1)
+	go func() { released <- fl.each(ctx, w.running(), func(p *corev1.Pod) error { return fl.release(ctx, p) }) }()
 	all, err := at(pods, func(p *corev1.Pod) bool { return attempt(p) == "1" })
 	if err != nil {
 		return res, err
 	}
-	res.lifted = time.Since(began) // the floor knows at once: every annotation is its own write
-	if err := fl.each(ctx, w.running(), func(p *corev1.Pod) error { return fl.release(ctx, p) }); err != nil {
+	if err := <-released; err != nil {
 		return res, err
 	}
 	if res.total, err = at(pods, func(p *corev1.Pod) bool { return ready(p, true, "0", "1") }); err != nil {
