@@ -12,7 +12,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -87,9 +86,6 @@ type Options struct {
 	SkipNameValidation bool
 }
 
-// Scheme knows the built-in types and the JobSet API.
-func Scheme() *runtime.Scheme { return objcache.Scheme() }
-
 // tpuStandsAside decides, from --tpu-webhook and (for auto) the API
 // server's version, whether the TPU webhook stands aside.
 func tpuStandsAside(flag string, client kubernetes.Interface) (bool, error) {
@@ -151,7 +147,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	webhookServer := webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
 		TLSOpts: []func(*tls.Config){o.TLS.apply}})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  Scheme(),
+		Scheme:                  objcache.Scheme(),
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,

@@ -23,6 +23,7 @@ import (
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/versions"
 )
 
@@ -105,7 +106,7 @@ func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 		return nil, nil, fmt.Errorf("start envtest: %w", err)
 	}
 	stops = append(stops, func() { _ = te.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: objcache.Scheme()})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/objcache"
 )
 
 // BinDir is where make puts multislice and the control-plane binaries.
@@ -136,7 +136,7 @@ func (c *Cluster) connect(qps float32, burst int) error {
 	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	c.Objects, err = client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c.Objects, err = client.New(cfg, client.Options{Scheme: objcache.Scheme()})
 	return err
 }
 

@@ -28,7 +28,6 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/manager"
 )
 
 // Options is what `multislice logs` was asked.
@@ -164,7 +163,7 @@ func Run(ctx context.Context, f *cli.Factory, o Options) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := f.Objects()
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
-	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/release"
 	"github.com/multislice/multislice/internal/sim/fleet"
 	"github.com/multislice/multislice/internal/versions"
@@ -124,7 +124,7 @@ func forRealHosts(groups fleet.GroupLabels, featureGates string) func(*unstructu
 // manager has put its certificate in the webhooks' caBundle and the
 // webhook Service reaches a pod.
 func (r *Running) waitWebhooks(ctx context.Context, timeout time.Duration) error {
-	c, err := client.New(r.Config, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(r.Config, client.Options{Scheme: objcache.Scheme()})
 	if err != nil {
 		return err
 	}
