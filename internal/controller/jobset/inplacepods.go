@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -57,14 +58,12 @@ func factsOf(p *corev1.Pod) podFacts {
 // attempt or a container restarted. A pod that starts or goes moves its
 // Job's status too, which brings the reconcile.
 func progressed(a, b podFacts) bool {
-	return a.Restarts != b.Restarts || !equalAttempt(a.Attempt, b.Attempt)
+	return a.Restarts != b.Restarts || !ptr.Equal(a.Attempt, b.Attempt)
 }
 
 func same(a, b podFacts) bool {
 	return a.Name == b.Name && a.counts == b.counts && a.attempt == b.attempt && !progressed(a, b)
 }
-
-func equalAttempt(a, b *int32) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 // set records p; it reports whether the in-place restart of its JobSet
 // may move (a new pod with an attempt, or progressed).
@@ -167,8 +166,8 @@ func feedInPlace(idx *inPlacePods, period time.Duration) handler.EventHandler {
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			if p := pod(e.ObjectNew); p != nil {
 				if old := pod(e.ObjectOld); old != nil && old.Labels[api.JobSetNameKey] != p.Labels[api.JobSetNameKey] {
-					js, _ := idx.delete(old)
-					enqueue(js, true, q)
+					js, moved := idx.delete(old) // it left its JobSet, as if deleted
+					enqueue(js, moved, q)
 				}
 				js, moved := idx.set(p)
 				enqueue(js, moved, q)

@@ -74,7 +74,7 @@ func TestInPlacePods(t *testing.T) {
 				t.Fatalf("pods = %+v, want %+v", got, tc.want)
 			}
 			for i := range got {
-				if got[i].Name != tc.want[i].Name || got[i].Restarts != tc.want[i].Restarts || !equalAttempt(got[i].Attempt, tc.want[i].Attempt) {
+				if got[i].Name != tc.want[i].Name || got[i].Restarts != tc.want[i].Restarts || !ptr.Equal(got[i].Attempt, tc.want[i].Attempt) {
 					t.Errorf("pods[%d] = %+v, want %+v", i, got[i], tc.want[i])
 				}
 			}
