@@ -9,9 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -221,17 +221,17 @@ func (f *floorAgents) release(ctx context.Context, p *corev1.Pod) error {
 // onConflictRetry runs write on p and, when another writer (the kubelet
 // restarting the failed pod) came first, reads the pod and tries again.
 func (f *floorAgents) onConflictRetry(ctx context.Context, p *corev1.Pod, write func(*corev1.Pod) error) error {
-	key := client.ObjectKeyFromObject(p)
-	for try := 0; ; try++ {
-		err := write(p)
-		if !apierrors.IsConflict(err) || try == 5 {
-			return err
+	key, again := client.ObjectKeyFromObject(p), false
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if again {
+			p = &corev1.Pod{}
+			if err := f.c.Get(ctx, key, p); err != nil {
+				return err
+			}
 		}
-		p = &corev1.Pod{}
-		if err := f.c.Get(ctx, key, p); err != nil {
-			return err
-		}
-	}
+		again = true
+		return write(p)
+	})
 }
 
 func (f *floorAgents) remember(p *corev1.Pod) {
