@@ -343,10 +343,13 @@ func TestDropIn(t *testing.T) {
 			t.Fatal(err)
 		}
 		jobs := waitJobs(t, env, ns, "d", 2)
-		start := env.Get(t, ns, "d").Status.StartTime
-		if start == nil {
-			t.Fatal("status.startTime not set once the JobSet runs")
-		}
+		// The Jobs are created before the status write that records the
+		// start: wait for that write, not only for the Jobs.
+		var start *metav1.Time
+		framework.Eventually(t, wait, func(context.Context) (bool, string) {
+			start = env.Get(t, ns, "d").Status.StartTime
+			return start != nil, "status.startTime not set once the JobSet runs"
+		})
 		env.SetJobStatus(t, &jobs[0], batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "x")
 		restart(t, env, ns, "d", 1, 2)
 		if got := env.Get(t, ns, "d").Status.StartTime; got == nil || !got.Equal(start) {
