@@ -28,6 +28,9 @@ type Factory struct {
 	// ObjectClient, when set, is the client the workload commands use
 	// (tests give a fake); else one is built for WorkloadConfig.
 	ObjectClient client.Client
+	// LocalClient, when set, is the local cluster's admin client (tests
+	// give a fake); else Client builds one from the home's kubeconfig.
+	LocalClient kubernetes.Interface
 	// Kubeconfig and Context are kubectl's --kubeconfig and --context: the
 	// cluster the workload commands (workload, status JOBSET, logs,
 	// dashboard) talk to instead of the local one; As is its --as.
@@ -112,8 +115,12 @@ func (f *Factory) Objects() (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: objcache.Scheme()})
 }
 
-// Client connects to the local cluster as its admin.
+// Client connects to the local cluster as its admin (with LocalClient set,
+// it is that client and no config).
 func (f *Factory) Client() (kubernetes.Interface, *rest.Config, error) {
+	if f.LocalClient != nil {
+		return f.LocalClient, nil, nil
+	}
 	h, err := f.Home()
 	if err != nil {
 		return nil, nil, err

@@ -145,7 +145,10 @@ func Assign(req Request, domains []Domain) Result {
 }
 
 // match assigns distinct domains to jobs, preferring each Job's previous
-// domain; nil when some Job finds none.
+// domain, then a domain nothing runs on over one where the JobSet's own
+// pods of a previous attempt still stop (their Job, failed, holds no pin:
+// its successor may come back there, another Job would wait for them);
+// nil when some Job finds none.
 func match(jobs []JobRequest, domains []Domain) map[string]string {
 	taken := map[string]bool{}
 	out := make(map[string]string, len(jobs))
@@ -161,9 +164,11 @@ func match(jobs []JobRequest, domains []Domain) map[string]string {
 			rest = append(rest, j)
 		}
 	}
+	emptyFirst := append([]Domain(nil), domains...)
+	sort.SliceStable(emptyFirst, func(a, b int) bool { return emptyFirst[a].Holder == "" && emptyFirst[b].Holder != "" })
 	for _, j := range rest {
 		found := false
-		for _, d := range domains {
+		for _, d := range emptyFirst {
 			if !taken[d.Value] && fits(j, d) {
 				out[j.Name], taken[d.Value], found = d.Value, true, true
 				break

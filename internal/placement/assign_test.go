@@ -191,3 +191,19 @@ func TestAssignInvariants(t *testing.T) {
 		}
 	}
 }
+
+// A Job with no previous domain goes to a domain nothing runs on before one
+// where the JobSet's own pods of a previous attempt still stop (a restart
+// whose failed Job lost its pin); with no other choice it goes there.
+func TestAssignPrefersEmptyDomains(t *testing.T) {
+	d := fleet("g1:3")
+	d[0].Holder = "a" // a's pods of the previous attempt, still stopping
+	got := Assign(slices("a", 2, true), d)
+	if got.Domains["a-slice-0"] != "g1-np-1" || got.Domains["a-slice-1"] != "g1-np-2" {
+		t.Fatalf("placed on a domain still busy while empty ones were free: %v", got.Domains)
+	}
+	got = Assign(slices("a", 3, true), d)
+	if len(got.Domains) != 3 {
+		t.Fatalf("the busy domain is not used when needed: %v (%s)", got.Domains, got.Why)
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,19 +127,26 @@ func waitDistinctPools(t *testing.T, c *framework.Cluster, jobset string, attemp
 	t.Helper()
 	var running []corev1.Pod
 	framework.Eventually(t, timeout, func(ctx context.Context) (bool, string) {
-		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
-			LabelSelector: fmt.Sprintf("%s=%s,%s=%d", api.JobSetNameKey, jobset, api.RestartsKey, attempt),
-		})
+		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + jobset})
 		if err != nil {
 			return false, err.Error()
 		}
 		running = running[:0]
+		var others []string // what a failure needs to be read: the pods in the way
 		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			switch {
+			case p.Labels[api.RestartsKey] == strconv.Itoa(attempt) && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil:
 				running = append(running, p)
+			case p.DeletionTimestamp != nil:
+				others = append(others, fmt.Sprintf("%s (attempt %s) %s, Terminating on %q", p.Name, p.Labels[api.RestartsKey], p.Status.Phase, p.Spec.NodeName))
+			default:
+				others = append(others, fmt.Sprintf("%s (attempt %s) %s on %q", p.Name, p.Labels[api.RestartsKey], p.Status.Phase, p.Spec.NodeName))
 			}
 		}
-		return len(running) == want, fmt.Sprintf("%d of %d pods Running at attempt %d", len(running), want, attempt)
+		if len(others) > 10 {
+			others = append(others[:10], fmt.Sprintf("and %d more", len(others)-10))
+		}
+		return len(running) == want, fmt.Sprintf("%d of %d pods Running at attempt %d; others: %v", len(running), want, attempt, others)
 	})
 	poolOfJob, jobOfPool := map[string]string{}, map[string]string{}
 	for _, p := range running {

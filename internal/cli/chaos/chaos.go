@@ -4,6 +4,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -40,83 +41,111 @@ The simulated cloud then repairs the slice as GKE does: after the repair delay
 when capacity allows (see chaos capacity).`,
 	}
 	for _, kind := range []string{cloud.FaultMaintenance, cloud.FaultPreempt, cloud.FaultHost, cloud.FaultDeleteHost, cloud.FaultPod} {
-		cmd.AddCommand(newCmdFault(f, kind))
+		cmd.AddCommand(NewCmdFault(f, kind, nil))
 	}
-	cmd.AddCommand(newCmdCapacity(f), newCmdKillWorker(f))
+	cmd.AddCommand(NewCmdCapacity(f, nil), newCmdKillWorker(f))
 	return cmd
 }
 
-func newCmdFault(f *cli.Factory, kind string) *cobra.Command {
-	var pool string
-	var host int
+// FaultOptions is the command line of `chaos KIND` for one fault kind.
+type FaultOptions struct {
+	F    *cli.Factory
+	Kind string
+	Pool string
+	Host int
+}
+
+// NewCmdFault is `chaos KIND`; runF (nil: faultRun) gets the options.
+func NewCmdFault(f *cli.Factory, kind string, runF func(context.Context, *FaultOptions) error) *cobra.Command {
+	o := &FaultOptions{F: f, Kind: kind}
+	if runF == nil {
+		runF = faultRun
+	}
 	cmd := &cobra.Command{
 		Use:   kind + " --nodepool NAME",
 		Short: "Inject a " + kind + " fault into a node pool",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pool == "" {
+			if o.Pool == "" {
 				return fmt.Errorf("--nodepool is required: the slice to hit (see multislice nodepool list)")
 			}
-			c, err := open(cmd, f)
-			if err != nil {
-				return err
-			}
-			if home, err := localcluster.At(f.Home()); err == nil {
-				c.StopKubelet = func(node string) error { return localcluster.StopComponent(home, localcluster.KubeletName(node)) }
-			}
-			what, err := c.Inject(cmd.Context(), kind, pool, host)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(f.Out, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), what)
-			return nil
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&pool, "nodepool", "", "node pool to hit")
+	cmd.Flags().StringVar(&o.Pool, "nodepool", "", "node pool to hit")
 	if kind == cloud.FaultHost || kind == cloud.FaultDeleteHost {
-		cmd.Flags().IntVar(&host, "host", 0, "the pool's host to hit, 0 to its hosts - 1")
+		cmd.Flags().IntVar(&o.Host, "host", 0, "the pool's host to hit, 0 to its hosts - 1")
 	}
 	return cmd
 }
 
-func newCmdCapacity(f *cli.Factory) *cobra.Command {
-	var accelerator string
-	var hosts int
+func faultRun(ctx context.Context, o *FaultOptions) error {
+	c, err := open(ctx, o.F, "multislice chaos "+o.Kind)
+	if err != nil {
+		return err
+	}
+	if home, err := localcluster.At(o.F.Home()); err == nil {
+		c.StopKubelet = func(node string) error { return localcluster.StopComponent(home, localcluster.KubeletName(node)) }
+	}
+	what, err := c.Inject(ctx, o.Kind, o.Pool, o.Host)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.F.Out, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), what)
+	return nil
+}
+
+// CapacityOptions is `chaos capacity`'s command line.
+type CapacityOptions struct {
+	F           *cli.Factory
+	Accelerator string
+	Unavailable int
+}
+
+// NewCmdCapacity is `chaos capacity`; runF (nil: capacityRun) gets the options.
+func NewCmdCapacity(f *cli.Factory, runF func(context.Context, *CapacityOptions) error) *cobra.Command {
+	o := &CapacityOptions{F: f}
+	if runF == nil {
+		runF = capacityRun
+	}
 	cmd := &cobra.Command{
 		Use:   "capacity --accelerator tpu-v4-podslice --unavailable N",
 		Short: "Take TPU hosts out of the cloud (N > 0) or give them back (N = 0): repairs wait for capacity",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := open(cmd, f)
-			if err != nil {
-				return err
-			}
-			if err := c.SetUnavailable(cmd.Context(), accelerator, hosts); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.Out, "%d %s hosts unavailable\n", hosts, accelerator)
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runF(cmd.Context(), o) },
 	}
-	cmd.Flags().StringVar(&accelerator, "accelerator", "tpu-v4-podslice", "cloud.google.com/gke-tpu-accelerator value")
-	cmd.Flags().IntVar(&hosts, "unavailable", 0, "hosts the cloud cannot provide")
+	cmd.Flags().StringVar(&o.Accelerator, "accelerator", "tpu-v4-podslice", "cloud.google.com/gke-tpu-accelerator value")
+	cmd.Flags().IntVar(&o.Unavailable, "unavailable", 0, "hosts the cloud cannot provide")
 	return cmd
 }
 
-func open(cmd *cobra.Command, f *cli.Factory) (*cloud.Cloud, error) {
+func capacityRun(ctx context.Context, o *CapacityOptions) error {
+	c, err := open(ctx, o.F, "multislice chaos capacity")
+	if err != nil {
+		return err
+	}
+	if err := c.SetUnavailable(ctx, o.Accelerator, o.Unavailable); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.F.Out, "%d %s hosts unavailable\n", o.Unavailable, o.Accelerator)
+	return nil
+}
+
+// open is the local cluster's simulated cloud, acting as who.
+func open(ctx context.Context, f *cli.Factory, who string) (*cloud.Cloud, error) {
 	client, _, err := f.Client()
 	if err != nil {
 		return nil, err
 	}
-	return openWith(cmd, client)
+	return openWith(ctx, client, who)
 }
 
-func openWith(cmd *cobra.Command, client kubernetes.Interface) (*cloud.Cloud, error) {
-	c, err := cloud.Open(cmd.Context(), client)
+func openWith(ctx context.Context, client kubernetes.Interface, who string) (*cloud.Cloud, error) {
+	c, err := cloud.Open(ctx, client)
 	if err != nil {
 		return nil, err
 	}
-	c.Who = "multislice " + cmd.CommandPath()
+	c.Who = who
 	return c, nil
 }
 
@@ -142,7 +171,7 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := openWith(cmd, client)
+			c, err := openWith(cmd.Context(), client, "multislice cloud-repair")
 			if err != nil {
 				return err
 			}
@@ -155,12 +184,13 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 }
 
 // NewCmdSimAgents is the hidden `multislice sim-agents`, one component of
-// the local cluster: the in-place restart agent of every simulated pod.
+// the local cluster: the in-place restart agent of every simulated pod, its
+// kubelet's log endpoint, and the removal of deleted pods kwok missed.
 func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 	var flags sim.AgentsFlags
 	cmd := &cobra.Command{
 		Use:    "sim-agents",
-		Short:  "Play the in-place restart agent and the kubelet's log endpoint of simulated pods (run by multislice up)",
+		Short:  "Play the in-place restart agent, the kubelet's log endpoint and the removal kwok missed of simulated pods (run by multislice up)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -176,6 +206,7 @@ func NewCmdSimAgents(f *cli.Factory) *cobra.Command {
 			g, ctx := errgroup.WithContext(cmd.Context())
 			g.Go(func() error { return informers.Start(ctx) })
 			g.Go(func() error { return (&sim.Agents{Config: cfg, Cache: informers, Log: f.Out}).Run(ctx) })
+			g.Go(func() error { return (&sim.Reaper{Config: cfg, Cache: informers, Log: f.Out}).Run(ctx) })
 			if egressPort := flags.EgressPort; egressPort != 0 {
 				h, err := localcluster.At(f.Home())
 				if err != nil {

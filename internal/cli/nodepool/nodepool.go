@@ -28,12 +28,14 @@ func NewCmdNodepool(f *cli.Factory) *cobra.Command {
 		Aliases: []string{"node-pools", "nodepools"},
 		Short:   "Create, update, delete and inspect node pools of the simulated TPU cloud",
 	}
-	cmd.AddCommand(newCmdCreate(f), newCmdUpdate(f), newCmdDelete(f), newCmdList(f), newCmdStatus(f))
+	cmd.AddCommand(NewCmdCreate(f, nil), NewCmdUpdate(f, nil), NewCmdDelete(f, nil), NewCmdList(f, nil), NewCmdStatus(f, nil))
 	return cmd
 }
 
-// CreateOptions are the flags of `nodepool create`, named as in gcloud.
+// CreateOptions is `nodepool create`'s command line, its flags named as
+// in gcloud.
 type CreateOptions struct {
+	F           *cli.Factory
 	Name        string
 	MachineType string
 	TPUTopology string
@@ -46,8 +48,12 @@ type CreateOptions struct {
 // simulated cloud has a single region and cluster.
 var gcloudOnly = []string{"region", "cluster", "node-locations", "reservation-affinity", "reservation", "project", "zone"}
 
-func newCmdCreate(f *cli.Factory) *cobra.Command {
-	opts := &CreateOptions{}
+// NewCmdCreate is `nodepool create`; runF (nil: createRun) gets the options.
+func NewCmdCreate(f *cli.Factory, runF func(context.Context, *CreateOptions) error) *cobra.Command {
+	o := &CreateOptions{F: f}
+	if runF == nil {
+		runF = createRun
+	}
 	cmd := &cobra.Command{
 		Use:   "create NAME --machine-type=TYPE [--tpu-topology=AxBxC] [--node-labels=k=v,...] [--num-nodes=N]",
 		Short: "Create a node pool: one TPU slice, or CPU nodes",
@@ -56,15 +62,15 @@ func newCmdCreate(f *cli.Factory) *cobra.Command {
   multislice nodepool create cpu --machine-type=e2-standard-8 --num-nodes=3`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
-			return RunCreate(cmd.Context(), f, opts)
+			o.Name = args[0]
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&opts.MachineType, "machine-type", "", "machine type, e.g. ct4p-hightpu-4t, ct5lp-hightpu-4t, ct6e-standard-4t, e2-standard-8 (required)")
-	cmd.Flags().StringVar(&opts.TPUTopology, "tpu-topology", "", "TPU topology of the slice, e.g. 2x2x2 or 4x4")
-	cmd.Flags().StringToStringVar(&opts.NodeLabels, "node-labels", nil, "node labels, e.g. MultisliceGroup=g,MultisliceGroupSize=4")
-	cmd.Flags().IntVar(&opts.NumNodes, "num-nodes", 0, "number of nodes; for a TPU slice it must equal the topology's hosts (default: derived)")
-	cmd.Flags().DurationVar(&opts.Wait, "wait", 2*time.Minute, "wait this long for the nodes to be Ready (0: do not wait)")
+	cmd.Flags().StringVar(&o.MachineType, "machine-type", "", "machine type, e.g. ct4p-hightpu-4t, ct5lp-hightpu-4t, ct6e-standard-4t, e2-standard-8 (required)")
+	cmd.Flags().StringVar(&o.TPUTopology, "tpu-topology", "", "TPU topology of the slice, e.g. 2x2x2 or 4x4")
+	cmd.Flags().StringToStringVar(&o.NodeLabels, "node-labels", nil, "node labels, e.g. MultisliceGroup=g,MultisliceGroupSize=4")
+	cmd.Flags().IntVar(&o.NumNodes, "num-nodes", 0, "number of nodes; for a TPU slice it must equal the topology's hosts (default: derived)")
+	cmd.Flags().DurationVar(&o.Wait, "wait", 2*time.Minute, "wait this long for the nodes to be Ready (0: do not wait)")
 	addGcloudOnly(cmd)
 	_ = cmd.MarkFlagRequired("machine-type")
 	return cmd
@@ -97,13 +103,13 @@ func PoolFromFlags(opts *CreateOptions) (fleet.Pool, error) {
 	return p, nil
 }
 
-// RunCreate creates the pool and waits for its nodes.
-func RunCreate(ctx context.Context, f *cli.Factory, opts *CreateOptions) error {
-	p, err := PoolFromFlags(opts)
+// createRun creates the pool and waits for its nodes.
+func createRun(ctx context.Context, o *CreateOptions) error {
+	p, err := PoolFromFlags(o)
 	if err != nil {
 		return err
 	}
-	c, err := open(ctx, f, "nodepool create")
+	c, err := open(ctx, o.F, "nodepool create")
 	if err != nil {
 		return err
 	}
@@ -115,8 +121,8 @@ func RunCreate(ctx context.Context, f *cli.Factory, opts *CreateOptions) error {
 	if r.Shape != nil {
 		what = fmt.Sprintf("%s (%s %s: %d hosts of %d chips)", r.Shape.AcceleratorType(), r.Accelerator, r.Shape.Topology, r.Nodes, r.Shape.ChipsPerHost)
 	}
-	fmt.Fprintf(f.Out, "Created node pool %s: %s.\n", p.Name, what)
-	return waitReady(ctx, f, c, p.Name, opts.Wait)
+	fmt.Fprintf(o.F.Out, "Created node pool %s: %s.\n", p.Name, what)
+	return waitReady(ctx, o.F, c, p.Name, o.Wait)
 }
 
 func waitReady(ctx context.Context, f *cli.Factory, c *cloud.Cloud, name string, wait time.Duration) error {
@@ -146,98 +152,154 @@ func waitReady(ctx context.Context, f *cli.Factory, c *cloud.Cloud, name string,
 	}
 }
 
-func newCmdUpdate(f *cli.Factory) *cobra.Command {
-	var nodeLabels map[string]string
+// UpdateOptions is `nodepool update`'s command line.
+type UpdateOptions struct {
+	F          *cli.Factory
+	Name       string
+	NodeLabels map[string]string
+}
+
+// NewCmdUpdate is `nodepool update`; runF (nil: updateRun) gets the options.
+func NewCmdUpdate(f *cli.Factory, runF func(context.Context, *UpdateOptions) error) *cobra.Command {
+	o := &UpdateOptions{F: f}
+	if runF == nil {
+		runF = updateRun
+	}
 	cmd := &cobra.Command{
 		Use:     "update NAME --node-labels=k=v,...",
 		Short:   "Add or change node labels of a pool (e.g. join a multislice group)",
 		Example: `  multislice nodepool update pool-a --node-labels=MultisliceGroup=group-a,MultisliceGroupSize=2`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(nodeLabels) == 0 {
+			if len(o.NodeLabels) == 0 {
 				return fmt.Errorf("--node-labels is required: the labels to set, e.g. --node-labels=MultisliceGroup=g,MultisliceGroupSize=4")
 			}
-			c, err := open(cmd.Context(), f, "nodepool update")
-			if err != nil {
-				return err
-			}
-			if err := c.UpdatePool(cmd.Context(), args[0], nodeLabels); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.Out, "Updated node pool %s: labels %s.\n", args[0], labels.Set(nodeLabels))
-			return nil
+			o.Name = args[0]
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringToStringVar(&nodeLabels, "node-labels", nil, "node labels to add or change")
+	cmd.Flags().StringToStringVar(&o.NodeLabels, "node-labels", nil, "node labels to add or change")
 	addGcloudOnly(cmd)
 	return cmd
 }
 
-func newCmdDelete(f *cli.Factory) *cobra.Command {
+func updateRun(ctx context.Context, o *UpdateOptions) error {
+	c, err := open(ctx, o.F, "nodepool update")
+	if err != nil {
+		return err
+	}
+	if err := c.UpdatePool(ctx, o.Name, o.NodeLabels); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.F.Out, "Updated node pool %s: labels %s.\n", o.Name, labels.Set(o.NodeLabels))
+	return nil
+}
+
+// DeleteOptions is `nodepool delete`'s command line.
+type DeleteOptions struct {
+	F    *cli.Factory
+	Name string
+}
+
+// NewCmdDelete is `nodepool delete`; runF (nil: deleteRun) gets the options.
+func NewCmdDelete(f *cli.Factory, runF func(context.Context, *DeleteOptions) error) *cobra.Command {
+	o := &DeleteOptions{F: f}
+	if runF == nil {
+		runF = deleteRun
+	}
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a node pool and its nodes, freeing its capacity",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := open(cmd.Context(), f, "nodepool delete")
-			if err != nil {
-				return err
-			}
-			if err := c.DeletePool(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.Out, "Deleted node pool %s.\n", args[0])
-			return nil
+			o.Name = args[0]
+			return runF(cmd.Context(), o)
 		},
 	}
 	addGcloudOnly(cmd)
 	return cmd
 }
 
-func newCmdList(f *cli.Factory) *cobra.Command {
-	var output string
+func deleteRun(ctx context.Context, o *DeleteOptions) error {
+	c, err := open(ctx, o.F, "nodepool delete")
+	if err != nil {
+		return err
+	}
+	if err := c.DeletePool(ctx, o.Name); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.F.Out, "Deleted node pool %s.\n", o.Name)
+	return nil
+}
+
+// ListOptions is `nodepool list`'s command line.
+type ListOptions struct {
+	F      *cli.Factory
+	Output string
+}
+
+// NewCmdList is `nodepool list`; runF (nil: listRun) gets the options.
+func NewCmdList(f *cli.Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
+	o := &ListOptions{F: f}
+	if runF == nil {
+		runF = listRun
+	}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List node pools with their shape and Ready nodes",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := open(cmd.Context(), f, "nodepool list")
-			if err != nil {
-				return err
-			}
-			pools, _, err := c.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return status.PrintPools(f, status.Pools(pools, c.Settings.GroupLabels.Name), output)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runF(cmd.Context(), o) },
 	}
-	cli.OutputFlag(cmd, &output)
+	cli.OutputFlag(cmd, &o.Output)
 	return cmd
 }
 
-func newCmdStatus(f *cli.Factory) *cobra.Command {
-	var selector, output string
+func listRun(ctx context.Context, o *ListOptions) error {
+	c, err := open(ctx, o.F, "nodepool list")
+	if err != nil {
+		return err
+	}
+	pools, _, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	return status.PrintPools(o.F, status.Pools(pools, c.Settings.GroupLabels.Name), o.Output)
+}
+
+// StatusOptions is `nodepool status`'s command line.
+type StatusOptions struct {
+	F        *cli.Factory
+	Selector string
+	Output   string
+}
+
+// NewCmdStatus is `nodepool status`; runF (nil: statusRun) gets the options.
+func NewCmdStatus(f *cli.Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
+	o := &StatusOptions{F: f}
+	if runF == nil {
+		runF = statusRun
+	}
 	cmd := &cobra.Command{
 		Use:   "status -l MultisliceGroup=NAME",
 		Short: "Count the Ready nodes matching a label selector and say whether each multislice group is complete",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return RunStatus(cmd.Context(), f, selector, output)
+			if o.Output != "" && o.Output != "json" && o.Output != "yaml" {
+				return fmt.Errorf("-o %q: use json or yaml, or nothing for the summary", o.Output)
+			}
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "node label selector, e.g. MultisliceGroup=multislice-group-1")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: one document (nodes, readyNodes, groups) for scripts")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "node label selector, e.g. MultisliceGroup=multislice-group-1")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "json or yaml: one document (nodes, readyNodes, groups) for scripts")
 	return cmd
 }
 
-// RunStatus prints the Ready node count of the selected nodes (the seed's
+// statusRun prints the Ready node count of the selected nodes (the seed's
 // `kubectl get nodes -l ... | grep Ready | wc -l`) and the state of every
 // multislice group they belong to; as one document with output json or yaml.
-func RunStatus(ctx context.Context, f *cli.Factory, selector, output string) error {
-	if output != "" && output != "json" && output != "yaml" {
-		return fmt.Errorf("-o %q: use json or yaml, or nothing for the summary", output)
-	}
+func statusRun(ctx context.Context, o *StatusOptions) error {
+	f, selector, output := o.F, o.Selector, o.Output
 	sel, err := labels.Parse(selector)
 	if err != nil {
 		return fmt.Errorf("-l %q: %w", selector, err)

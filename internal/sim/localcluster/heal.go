@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 // controlPlane are the components whose outage every client notices.
@@ -24,13 +26,10 @@ var controlPlane = []string{"etcd", "kube-apiserver"}
 // its next wait (0.8 s, doubling to 30 s, with up to 100% jitter), and the
 // doubling resets only 2 minutes after it began. Outages in a row compound:
 // the manager saw its Jobs again 1.7, 2.6, 4.7, 7.8, 14.8, then 47 s after
-// the API server returned, in six both-down outages 15 s apart (the cause
-// of TestControlPlaneOutage's "6 of 8 pods Running" for 90 s); the garbage
+// the API server returned, in six both-down outages 15 s apart; the garbage
 // collector finished a foreground deletion 40 s late. Restarted, each takes
-// 1-3 s. kwok finalizes deleted pods; a new kwok would wait for its
-// predecessor's node leases to expire (its identity is random), so Heal
-// releases them first. The manager, the repairer and the simulated agents
-// rebuild their state from the cluster.
+// 1-3 s. The manager, the repairer and the simulated agents rebuild their
+// state from the cluster.
 var backingOff = []string{"kube-controller-manager", "kube-scheduler", "kwok", "multislice-manager", "cloud-repair", "sim-agents"}
 
 // Heal restarts, with their recorded binary, arguments and ports, the
@@ -49,11 +48,6 @@ func Heal(h Home) ([]string, error) {
 	restart := func(i int) error {
 		p := st.Processes[i]
 		p.stop(5 * time.Second)
-		if p.Name == "kwok" { // a new kwok would wait for the old one's node leases to expire
-			if err := h.releaseNodeLeases(); err != nil {
-				return err
-			}
-		}
 		if p.Name == "kueue" {
 			if err := h.writeKueueCerts(); err != nil {
 				return err
@@ -84,41 +78,120 @@ func Heal(h Home) ([]string, error) {
 			return healed, err
 		}
 	}
+	var todo []int
 	for i, p := range st.Processes {
-		if slices.Contains(controlPlane, p.Name) || (p.alive() && !(outage && slices.Contains(backingOff, p.Name))) {
-			continue
-		}
-		if err := restart(i); err != nil {
-			return healed, err
+		if !slices.Contains(controlPlane, p.Name) && (!p.alive() || outage && slices.Contains(backingOff, p.Name)) {
+			todo = append(todo, i)
 		}
 	}
-	return healed, nil
+	return healed, h.restartInOrder(st.Processes, todo, restart)
 }
 
-// releaseNodeLeases deletes every node Lease (every node of the local
-// cluster is kwok's) once kwok has stopped, so that the next kwok takes the
-// nodes over at once instead of after their leases expire.
-func (h Home) releaseNodeLeases() error {
+// restartInOrder restarts the processes at todo, kwok first: kwok acts on
+// a pod only on an event, and drops the events that arrive before it holds
+// the pod's node (its lease), so a pod bound or deleted while kwok starts
+// would stay Pending or Terminating for ever. Everything to restart stops
+// first; kwok starts and takes every node over (a new kwok would wait for
+// its predecessor's leases to expire, its identity is random, so they are
+// released first); then the rest start and act on kwok's nodes.
+func (h Home) restartInOrder(ps []Process, todo []int, restart func(int) error) error {
+	for _, i := range todo {
+		ps[i].stop(5 * time.Second)
+	}
+	kwok := slices.IndexFunc(todo, func(i int) bool { return ps[i].Name == "kwok" })
+	if kwok >= 0 {
+		if err := h.releaseNodeLeases(); err != nil {
+			return err
+		}
+		if err := restart(todo[kwok]); err != nil {
+			return err
+		}
+		if err := h.waitNodesHeld(30 * time.Second); err != nil {
+			return err
+		}
+		todo = slices.Delete(slices.Clone(todo), kwok, kwok+1)
+	}
+	for _, i := range todo {
+		if err := restart(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h Home) clientset() (*kubernetes.Clientset, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", h.Kubeconfig())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	return kubernetes.NewForConfig(cfg)
+}
+
+// releaseNodeLeases deletes the simulated nodes' Leases once kwok has
+// stopped, so that the next kwok takes the nodes over at once instead of
+// after their leases expire.
+func (h Home) releaseNodeLeases() error {
+	client, err := h.clientset()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	leases, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.SimulatedLabel + "=true"})
 	if err != nil {
 		return fmt.Errorf("release the simulated nodes' leases: %w", err)
 	}
-	for _, l := range leases.Items {
-		err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, l.Name, metav1.DeleteOptions{})
+	for _, n := range nodes.Items {
+		err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, n.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("release the lease of node %s: %w", l.Name, err)
+			return fmt.Errorf("release the lease of node %s: %w", n.Name, err)
 		}
 	}
+	return nil
+}
+
+// kwokSettle is how long kwok takes to see in its own cache the leases it
+// created; until then it still drops its nodes' pod events.
+const kwokSettle = 500 * time.Millisecond
+
+// waitNodesHeld waits until a restarted kwok holds every simulated node
+// (a Lease for each: releaseNodeLeases removed the old ones).
+func (h Home) waitNodesHeld(timeout time.Duration) error {
+	client, err := h.clientset()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.SimulatedLabel + "=true"})
+	if err != nil {
+		return fmt.Errorf("list the simulated nodes: %w", err)
+	}
+	missing, why := []string{}, "its node leases are unreadable"
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		leases, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		held := map[string]bool{}
+		for _, l := range leases.Items {
+			held[l.Name] = true
+		}
+		missing = missing[:0]
+		for _, n := range nodes.Items {
+			if !held[n.Name] {
+				missing = append(missing, n.Name)
+			}
+		}
+		if len(missing) > 0 {
+			why = fmt.Sprintf("%d simulated nodes have no lease (%s first)", len(missing), missing[0])
+		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kwok, restarted, did not take its nodes over within %s: %s; read %s", timeout, why, h.Log("kwok"))
+	}
+	time.Sleep(kwokSettle)
 	return nil
 }
 

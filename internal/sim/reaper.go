@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/multislice/multislice/internal/sim/fleet"
+)
+
+// reapAfter is how long kwok may take to remove a deleted simulated pod
+// (its Stages remove one at once, or when its grace period ends) before
+// the Reaper does it.
+const reapAfter = 2 * time.Second
+
+// Reaper removes the simulated pods kwok missed: a deleted pod that
+// outlives its Stage (pod-delete, pod-delete-after-grace) by reapAfter is
+// deleted with no grace period, as its kubelet would once its containers
+// stopped. kwok acts on a pod only on an event, and drops it when the
+// event arrives before kwok holds the pod's node (a kwok restarted after
+// a control-plane outage, while the garbage collector deletes a restarted
+// JobSet's pods); such a pod stays Terminating for ever, and so does the
+// foreground deletion of its Job, whose successor cannot be created.
+type Reaper struct {
+	Config *rest.Config
+	// Cache is the process's cache (NewCache), started by the caller.
+	Cache cache.Cache
+	Log   io.Writer
+}
+
+// Run serves until ctx ends.
+func (r *Reaper) Run(ctx context.Context) error {
+	c, err := client.New(r.Config, client.Options{Scheme: scheme()})
+	if err != nil {
+		return err
+	}
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())
+	defer queue.ShutDown()
+	look := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && reapable(p) {
+			queue.AddAfter(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, time.Until(reapTime(p)))
+		}
+	}
+	inf, err := r.Cache.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: look, UpdateFunc: func(_, o any) { look(o) }}); err != nil {
+		return err
+	}
+	go func() { <-ctx.Done(); queue.ShutDown() }()
+	for {
+		key, quit := queue.Get()
+		if quit {
+			return nil
+		}
+		var pod corev1.Pod
+		err := r.Cache.Get(ctx, key, &pod)
+		switch {
+		case apierrors.IsNotFound(err) || err == nil && !reapable(&pod):
+			queue.Forget(key)
+		case err != nil:
+			queue.AddRateLimited(key)
+		case time.Now().Before(reapTime(&pod)):
+			queue.AddAfter(key, time.Until(reapTime(&pod)))
+		case !r.onSimulatedNode(ctx, &pod):
+			queue.Forget(key)
+		default:
+			err := c.Delete(ctx, &pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
+			switch {
+			case err == nil:
+				fmt.Fprintf(r.Log, "%s: kwok missed its deletion; removed it as its kubelet would\n", key)
+			case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+				fmt.Fprintf(r.Log, "%s: remove the deleted simulated pod: %v\n", key, err)
+				queue.AddRateLimited(key)
+				queue.Done(key)
+				continue
+			}
+			queue.Forget(key)
+		}
+		queue.Done(key)
+	}
+}
+
+// reapable: a deleted pod bound to a node and not yet removed (a removed
+// pod, deleted with no grace period, waits only for its finalizers).
+func reapable(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil && p.Spec.NodeName != "" &&
+		(p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 0)
+}
+
+// onSimulatedNode: kwok, not a real kubelet, runs the pod's node.
+func (r *Reaper) onSimulatedNode(ctx context.Context, p *corev1.Pod) bool {
+	var n corev1.Node
+	err := r.Cache.Get(ctx, types.NamespacedName{Name: p.Spec.NodeName}, &n)
+	return err == nil && n.Labels[fleet.SimulatedLabel] == "true"
+}
+
+// reapTime is when a deleted simulated pod is overdue: reapAfter past the
+// moment kwok's Stage removes it (the deletion itself, or the end of the
+// grace period for a pod that ignores SIGTERM).
+func reapTime(p *corev1.Pod) time.Time {
+	gone := p.DeletionTimestamp.Time
+	if _, graceful := p.Annotations[GracefulStopAnnotation]; !graceful && p.DeletionGracePeriodSeconds != nil {
+		gone = gone.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
+	}
+	return gone.Add(reapAfter)
+}
