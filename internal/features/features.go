@@ -18,6 +18,7 @@ const (
 	ExecutionAttemptsTracking = "ExecutionAttemptsTracking"
 	ActiveDeadlineSeconds     = "JobSetActiveDeadlineSeconds"
 	MutablePodResources       = "MutablePodResourcesForSuspendedJobSets"
+	WorkloadAwareScheduling   = "JobSetWorkloadAwareSchedulingAPI"
 )
 
 // Gate describes one feature gate.
@@ -38,11 +39,13 @@ var All = []Gate{
 	{ExecutionAttemptsTracking, false, "alpha", "status.executionAttempts and the jobset.sigs.k8s.io/execution-attempt annotation (and, ahead of upstream, label) count every start: first start, whole-JobSet restart, resume (KEP-1282, upstream #1283)"},
 	{ActiveDeadlineSeconds, false, "alpha", "spec.activeDeadlineSeconds (KEP-1186): past it, counted from status.startTime (suspended time excluded, restarts included), every child Job stops and the JobSet fails (DeadlineExceeded); off: the field is kept but not enforced, and admission warns"},
 	{MutablePodResources, false, "alpha", "while a JobSet is suspended its pod templates' container and pod resources may change (KEP-1150: Kueue and DWS right-size it); the change reaches the child Jobs when it resumes (the Jobs' own MutablePodResourcesForSuspendedJobs, Kubernetes 1.36+); off: immutable"},
+	{WorkloadAwareScheduling, false, "alpha", "spec.scheduling (KEP-969): a scheduling.k8s.io/v1beta1 Workload and PodGroups per JobSet, its pods pointed at them, so kube-scheduler gangs them (the API server serving scheduling.k8s.io/v1beta1 and the scheduler, both with GenericWorkload); off: refused at admission"},
 }
 
 // Gates are the values in force.
 type Gates struct {
 	RestartJob, InPlaceRestart, ElasticJobSet, ExecutionAttemptsTracking, ActiveDeadlineSeconds, MutablePodResources bool
+	WorkloadAwareScheduling                                                                                          bool
 }
 
 // Defaults are the gates with no flag given.
@@ -72,6 +75,7 @@ func Parse(s string) (Gates, error) {
 		RestartJob: values[RestartJob], InPlaceRestart: values[InPlaceRestart],
 		ElasticJobSet: values[ElasticJobSet], ExecutionAttemptsTracking: values[ExecutionAttemptsTracking],
 		ActiveDeadlineSeconds: values[ActiveDeadlineSeconds], MutablePodResources: values[MutablePodResources],
+		WorkloadAwareScheduling: values[WorkloadAwareScheduling],
 	}, nil
 }
 

@@ -12,7 +12,9 @@ import (
 	"os"
 	"time"
 
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -34,6 +36,7 @@ import (
 	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/outage"
 	"github.com/multislice/multislice/internal/placement"
+	"github.com/multislice/multislice/internal/podgroups"
 	"github.com/multislice/multislice/internal/slicehealth"
 	jobsetwebhook "github.com/multislice/multislice/internal/webhook/jobset"
 	tpuwebhook "github.com/multislice/multislice/internal/webhook/tpu"
@@ -133,6 +136,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
+	}
+	if o.FeatureGates.WorkloadAwareScheduling {
+		if err := servesWorkloads(clientset.Discovery()); err != nil {
+			return err
+		}
 	}
 	var ca []byte
 	if !o.NoWebhooks {
@@ -317,6 +325,24 @@ func (d dashboardRunnable) Start(ctx context.Context) error {
 	}
 	if err := s.Serve(ctx, l); err != nil {
 		log.Error(err, "the dashboard stopped")
+	}
+	return nil
+}
+
+// servesWorkloads: the API server serves the Workload and PodGroup kinds
+// that spec.scheduling makes (beta in Kubernetes 1.37, off by default).
+func servesWorkloads(d discovery.DiscoveryInterface) error {
+	gv := schedulingv1beta1.SchemeGroupVersion.String()
+	list, err := d.ServerResourcesForGroupVersion(gv)
+	found := map[string]bool{}
+	if err == nil {
+		for _, r := range list.APIResources {
+			found[r.Name] = true
+		}
+	}
+	if !found["workloads"] || !found["podgroups"] {
+		return fmt.Errorf("--feature-gates=%s=true needs the API server to serve %s workloads and podgroups (%v): run kube-apiserver with --runtime-config=%s --feature-gates=%s, and kube-scheduler with the same gates (the local cluster does)",
+			features.WorkloadAwareScheduling, gv, err, podgroups.RuntimeConfig, podgroups.KubernetesGates)
 	}
 	return nil
 }

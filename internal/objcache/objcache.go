@@ -7,6 +7,7 @@ package objcache
 import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,10 +21,12 @@ import (
 	"github.com/multislice/multislice/internal/agent"
 )
 
-// Scheme knows Kubernetes' built-in kinds and JobSets.
+// Scheme knows Kubernetes' built-in kinds, scheduling.k8s.io/v1beta1
+// (Workload, PodGroup) and JobSets.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
+	_ = schedulingv1beta1.AddToScheme(s) // alpha: not in client-go's scheme
 	_ = api.AddToScheme(s)
 	return s
 }
@@ -38,6 +41,7 @@ func Options() cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&batchv1.Job{}: owned, &corev1.Service{}: owned,
+			&schedulingv1beta1.Workload{}: owned, &schedulingv1beta1.PodGroup{}: owned,
 			// Every pod, not only JobSets': placement must see every
 			// workload's pods on a domain.
 			&corev1.Pod{}:   {Transform: SlimPod},

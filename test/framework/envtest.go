@@ -24,6 +24,7 @@ import (
 	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/objcache"
+	"github.com/multislice/multislice/internal/podgroups"
 	"github.com/multislice/multislice/internal/versions"
 )
 
@@ -86,14 +87,14 @@ func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 		return nil, nil, fmt.Errorf("%w (%s)", ErrNoBinaries, assets)
 	}
 	var stops []func()
-	stop = func() {
+	stopAll := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			stop()
+			stopAll() // not stop: an error return has set it to nil
 		}
 	}()
 	te := &envtest.Environment{
@@ -101,6 +102,9 @@ func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+	// The Workload API (beta, off by default), as the local cluster serves it (spec.scheduling).
+	te.ControlPlane.GetAPIServer().Configure().
+		Set("runtime-config", podgroups.RuntimeConfig).Set("feature-gates", podgroups.KubernetesGates)
 	cfg, err := te.Start()
 	if err != nil {
 		return nil, nil, fmt.Errorf("start envtest: %w", err)
@@ -166,7 +170,7 @@ func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 			return nil, nil, fmt.Errorf("manager not ready after 60s (%s: %v)", readyz, err)
 		}
 	}
-	return &Env{Config: cfg, Client: c, WebhookAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), MetricsAddr: o.MetricsAddr}, stop, nil
+	return &Env{Config: cfg, Client: c, WebhookAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), MetricsAddr: o.MetricsAddr}, stopAll, nil
 }
 
 // Namespace creates a fresh namespace for one test case.

@@ -74,6 +74,15 @@ type JobSetSpec struct {
 	// +optional
 	// +featureGate=JobSetActiveDeadlineSeconds
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// scheduling is the Workload-Aware Scheduling configuration (KEP-969,
+	// gate JobSetWorkloadAwareSchedulingAPI): the controller makes one
+	// scheduling.k8s.io Workload and its PodGroups and points the child
+	// Jobs' pods at them, so that kube-scheduler gangs them. Nil: none.
+	// Immutable while the JobSet runs (not suspended).
+	// +optional
+	// +featureGate=JobSetWorkloadAwareSchedulingAPI
+	Scheduling *JobSetScheduling `json:"scheduling,omitempty"`
 }
 
 // JobSetStatus is the observed state of a JobSet.

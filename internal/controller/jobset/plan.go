@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/naming"
 	"github.com/multislice/multislice/internal/placement"
+	"github.com/multislice/multislice/internal/podgroups"
 	"github.com/multislice/multislice/internal/podtemplate"
 )
 
@@ -44,6 +46,9 @@ type Observed struct {
 	// status writes that change only counts wait CountsInterval after it.
 	LastStatusWrite time.Time
 	CountsInterval  time.Duration
+	// Scheduling is what exists of the JobSet's Workload and PodGroups
+	// (nil: the gate is off or spec.scheduling is not set).
+	Scheduling *SchedulingObjects
 }
 
 // Plan is what a reconcile should do, decided by Decide from Observed alone.
@@ -79,6 +84,11 @@ type Plan struct {
 	// domain), those not created yet included; WaitForDomains queues it.
 	HoldDomains    map[string]string
 	WaitForDomains *placement.Waiter
+	// Workload and PodGroups are created before Create's Jobs
+	// (spec.scheduling); DeleteScheduling removes a suspended JobSet's.
+	Workload         *schedulingv1beta1.Workload
+	PodGroups        []*schedulingv1beta1.PodGroup
+	DeleteScheduling *podgroups.Plan
 	// DeleteJobSet: the TTL after finishing has expired.
 	DeleteJobSet bool
 	RequeueAfter time.Duration
@@ -194,6 +204,9 @@ func Decide(o Observed) (p Plan) {
 		}
 	}
 
+	if o.Scheduling != nil {
+		schedule(o, &p, e, suspended)
+	}
 	if suspended {
 		for _, j := range c.active {
 			if !ptr.Deref(j.Spec.Suspend, false) {

@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,6 +103,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			return err
 		}
 		b = b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{}))
+	}
+	if r.Gates.WorkloadAwareScheduling {
+		b = b.Owns(&schedulingv1beta1.Workload{}).Owns(&schedulingv1beta1.PodGroup{})
 	}
 	if r.Gates.InPlaceRestart {
 		// An agent's annotation or a container restart moves an in-place
@@ -225,6 +229,12 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 		// Pods going, not started, or of a recreated attempt have no agent to wait for.
 		o.Pods = r.inPlace.pods(client.ObjectKeyFromObject(js), strconv.Itoa(int(js.Status.Restarts)))
 	}
+	if r.Gates.WorkloadAwareScheduling && js.Spec.Scheduling != nil {
+		var err error
+		if o.Scheduling, err = r.observeScheduling(ctx, js); err != nil {
+			return o, err
+		}
+	}
 	if dnsHostnames(js) {
 		var svc corev1.Service
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: headlessService(js).Name}, &svc)
@@ -261,6 +271,11 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 			r.event(js, corev1.EventTypeWarning, api.PVCCreationFailedReason, err.Error())
 			errs = append(errs, err)
 		}
+	}
+	if err := r.actScheduling(ctx, js, p); err != nil {
+		// The Jobs wait for their groups: pods with no PodGroup would not schedule.
+		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, err.Error())
+		return errors.Join(append(errs, err)...)
 	}
 	createErr := r.parallel(ctx, p.Create, func(j *batchv1.Job) error {
 		err := r.Client.Create(ctx, j)

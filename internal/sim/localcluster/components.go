@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/multislice/multislice/internal/podgroups"
 	"github.com/multislice/multislice/internal/sim"
 	"github.com/multislice/multislice/internal/sim/fleet"
 )
@@ -74,6 +75,8 @@ func (h Home) apiServerArgs(p ports) []string {
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--kubelet-client-certificate=" + h.pki("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key=" + h.pki("apiserver-kubelet-client.key"),
+		// spec.scheduling's Workload and PodGroups, and gang scheduling.
+		"--runtime-config=" + podgroups.RuntimeConfig, "--feature-gates=" + podgroups.KubernetesGates,
 	}
 }
 
@@ -92,6 +95,8 @@ func (h Home) controllerManagerArgs(p ports) []string {
 		// the controller-manager's CPU while 1,024 pods start.
 		"--endpoint-updates-batch-period=1s", "--endpointslice-updates-batch-period=1s",
 		"--profiling=false",
+		// Its PodGroup protection lets a deleted PodGroup go once its pods have.
+		"--feature-gates=" + podgroups.KubernetesGates,
 	}
 }
 
@@ -101,7 +106,7 @@ func (h Home) schedulerArgs(p ports) []string {
 		"--config=" + h.path("kube-scheduler.yaml"),
 		"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.Scheduler),
-		"--profiling=false",
+		"--profiling=false", "--feature-gates=" + podgroups.KubernetesGates,
 	}
 }
 

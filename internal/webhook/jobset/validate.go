@@ -19,6 +19,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/naming"
+	"github.com/multislice/multislice/internal/podgroups"
 	"github.com/multislice/multislice/internal/podtemplate"
 	"github.com/multislice/multislice/internal/webhook/tpu"
 )
@@ -49,6 +50,15 @@ func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 	if fp := js.Spec.FailurePolicy; fp != nil && fp.RestartStrategy == api.InPlaceRestart && !gates.InPlaceRestart {
 		errs = append(errs, field.Forbidden(spec.Child("failurePolicy", "restartStrategy"),
 			"InPlaceRestart needs the InPlaceRestart feature gate; use Recreate or BlockingRecreate"))
+	}
+	if js.Spec.Scheduling != nil {
+		if !gates.WorkloadAwareScheduling {
+			errs = append(errs, field.Forbidden(spec.Child("scheduling"), "needs the manager's feature gate "+features.WorkloadAwareScheduling+
+				" (multislice manager --feature-gates="+features.WorkloadAwareScheduling+"=true); or remove it"))
+		} else {
+			_, compileErrs := podgroups.Compile(js)
+			errs = append(errs, compileErrs...)
+		}
 	}
 	if n := js.Spec.Network; n != nil && n.Subdomain != "" {
 		p := spec.Child("network", "subdomain")
@@ -309,6 +319,9 @@ func ValidateUpdate(old, js *api.JobSet, gates features.Gates) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("managedBy"), ptr.Deref(js.Spec.ManagedBy, ""), "is immutable: delete and recreate the JobSet to change it"))
 	}
 	suspended := ptr.Deref(old.Spec.Suspend, false) || ptr.Deref(js.Spec.Suspend, false)
+	if !suspended && !apiequality.Semantic.DeepEqual(old.Spec.Scheduling, js.Spec.Scheduling) {
+		errs = append(errs, field.Forbidden(spec.Child("scheduling"), "is immutable while the JobSet runs: suspend it first (its Workload and PodGroups go, and come back as the new spec.scheduling says when it resumes)"))
+	}
 	olds := map[string]*api.ReplicatedJob{}
 	for i := range old.Spec.ReplicatedJobs {
 		olds[old.Spec.ReplicatedJobs[i].Name] = &old.Spec.ReplicatedJobs[i]

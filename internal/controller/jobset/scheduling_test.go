@@ -1,0 +1,67 @@
+package jobset
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/podgroups"
+)
+
+// What Decide does with spec.scheduling: a running JobSet gets the
+// Workload and every PodGroup it lacks, and its new Jobs' pods join their
+// group; a suspended one has its objects deleted; one that cannot be
+// compiled creates nothing and says why.
+func TestDecideScheduling(t *testing.T) {
+	perJob := func(js *api.JobSet) {
+		js.Spec.Scheduling = &api.JobSetScheduling{ReplicatedJobs: []api.ReplicatedJobScheduling{
+			{TargetReplicatedJobs: []string{"w"}, Job: &api.JobScheduling{}}}}
+	}
+	plan, _ := podgroups.Compile(jobSet(3, perJob))
+	allGroups := map[string]bool{}
+	for _, g := range plan.Groups {
+		allGroups[g.Name] = true
+	}
+	for _, tc := range []struct {
+		name              string
+		js                *api.JobSet
+		have              SchedulingObjects
+		workload          bool
+		podGroups, create int
+		deleted           bool
+		refused           string
+	}{
+		{name: "fresh", js: jobSet(3, perJob), workload: true, podGroups: 3, create: 3},
+		{name: "one group gone", js: jobSet(3, perJob), have: SchedulingObjects{Workload: true, PodGroups: map[string]bool{plan.Groups[0].Name: true, plan.Groups[1].Name: true}},
+			podGroups: 1, create: 3},
+		{name: "all there", js: jobSet(3, perJob), have: SchedulingObjects{Workload: true, PodGroups: allGroups}, create: 3},
+		{name: "suspended with its objects", js: jobSet(3, perJob, func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }),
+			have: SchedulingObjects{Workload: true, PodGroups: allGroups}, deleted: true, create: 3},
+		{name: "suspended with none", js: jobSet(3, perJob, func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }), create: 3},
+		{name: "resumed while the old groups go", js: jobSet(3, perJob), have: SchedulingObjects{Going: true}},
+		{name: "cannot be compiled", js: jobSet(3, func(js *api.JobSet) {
+			js.Spec.Scheduling = &api.JobSetScheduling{ReplicatedJobs: []api.ReplicatedJobScheduling{{TargetReplicatedJobs: []string{"nope"}}}}
+		}), refused: "False InvalidScheduling: spec.scheduling: [spec.scheduling.replicatedJobs[0].targetReplicatedJobs[0]: Not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			have := tc.have
+			p := Decide(Observed{JobSet: tc.js, ServiceExists: true, Now: now, Scheduling: &have})
+			if (p.Workload != nil) != tc.workload || len(p.PodGroups) != tc.podGroups || len(p.Create) != tc.create || (p.DeleteScheduling != nil) != tc.deleted {
+				t.Fatalf("workload %v, %d PodGroups, %d Jobs, delete %v", p.Workload != nil, len(p.PodGroups), len(p.Create), p.DeleteScheduling != nil)
+			}
+			if c := meta.FindStatusCondition(p.Status.Conditions, string(ChildJobsCreated)); tc.refused != "" &&
+				(c == nil || !strings.HasPrefix(string(c.Status)+" "+c.Reason+": "+c.Message, tc.refused)) {
+				t.Errorf("condition %+v, want %q", c, tc.refused)
+			}
+			for _, j := range p.Create {
+				g := j.Spec.Template.Spec.SchedulingGroup
+				if g == nil || !allGroups[*g.PodGroupName] || j.Annotations[podgroups.TemplateAnnotation] != "w" {
+					t.Errorf("Job %s: schedulingGroup %v, annotations %v", j.Name, g, j.Annotations)
+				}
+			}
+		})
+	}
+}

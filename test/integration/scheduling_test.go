@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/podgroups"
+	"github.com/multislice/multislice/internal/testobj"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// spec.scheduling (KEP-969, gate JobSetWorkloadAwareSchedulingAPI): a
+// driver's group and a group per slice; the Workload and PodGroups exist
+// before the Jobs, whose pods point at them; a suspended JobSet holds none
+// and gets them back on resume; a restart keeps them; the webhook refuses
+// what cannot be compiled, and anything while the gate is off.
+func TestWorkloadAwareScheduling(t *testing.T) {
+	gates := features.Defaults()
+	gates.WorkloadAwareScheduling = true
+	env := framework.StartEnv(t, gates)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	js := testobj.NewJobSet(ns, "train").ReplicatedJob("driver", 1, 1).ReplicatedJob("slice", 3, 2).FailurePolicy(2).Obj()
+	js.Spec.Scheduling = &api.JobSetScheduling{ReplicatedJobs: []api.ReplicatedJobScheduling{
+		{TargetReplicatedJobs: []string{"driver"}},
+		{TargetReplicatedJobs: []string{"slice"}, Job: &api.JobScheduling{}},
+	}}
+	create(t, env, js)
+	jobs := waitJobs(t, env, ns, "train", 4)
+
+	groups := func() map[string]int32 { // PodGroup -> its gang's minCount
+		var l schedulingv1beta1.PodGroupList
+		if err := env.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int32{}
+		for _, g := range l.Items {
+			out[g.Name] = g.Spec.SchedulingPolicy.Gang.MinCount
+		}
+		return out
+	}
+	have := groups()
+	if len(have) != 4 {
+		t.Fatalf("PodGroups %v, want the driver's and one per slice", have)
+	}
+	for _, j := range jobs {
+		g := j.Spec.Template.Spec.SchedulingGroup
+		if g == nil || g.PodGroupName == nil {
+			t.Fatalf("Job %s: pods join no PodGroup", j.Name)
+		}
+		want := ptr.Deref(j.Spec.Parallelism, 1)
+		if have[*g.PodGroupName] != want {
+			t.Errorf("Job %s joins %s (minCount %d), want an existing group of minCount %d", j.Name, *g.PodGroupName, have[*g.PodGroupName], want)
+		}
+		if tmpl := j.Annotations[podgroups.TemplateAnnotation]; tmpl != j.Labels[api.ReplicatedJobNameKey] {
+			t.Errorf("Job %s: template annotation %q", j.Name, tmpl)
+		}
+	}
+	var w schedulingv1beta1.Workload
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: podgroups.WorkloadName(js)}, &w); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Spec.PodGroupTemplates) != 2 || w.Spec.ControllerRef == nil || w.Spec.ControllerRef.Name != "train" {
+		t.Errorf("Workload %+v", w.Spec)
+	}
+
+	// A restart keeps the groups; the next attempt's pods join them.
+	env.SetJobStatus(t, &jobs[1], "Failed", "BackoffLimitExceeded", "a pod failed")
+	next := restart(t, env, ns, "train", 1, 4)
+	if after := groups(); len(after) != 4 || *next[0].Spec.Template.Spec.SchedulingGroup.PodGroupName == "" {
+		t.Errorf("after a restart: PodGroups %v", after)
+	}
+
+	// Suspended: no group holds capacity; resumed: they are back.
+	suspend := func(s bool) {
+		framework.Eventually(t, wait, func(context.Context) (bool, string) {
+			cur := env.Get(t, ns, "train")
+			cur.Spec.Suspend = ptr.To(s)
+			err := env.Client.Update(ctx, cur)
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	suspend(true)
+	framework.Eventually(t, wait, func(context.Context) (bool, string) {
+		// Play kube-controller-manager's PodGroup protection: a deleted
+		// PodGroup goes once no pod uses it (here no pod ever ran).
+		var l schedulingv1beta1.PodGroupList
+		if err := env.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for i := range l.Items {
+			if g := &l.Items[i]; g.DeletionTimestamp != nil && len(g.Finalizers) > 0 {
+				g.Finalizers = nil
+				_ = env.Client.Update(ctx, g)
+			}
+		}
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: podgroups.WorkloadName(js)}, &schedulingv1beta1.Workload{})
+		return len(groups()) == 0 && apierrors.IsNotFound(err), fmt.Sprintf("PodGroups %v, Workload: %v", groups(), err)
+	})
+	suspend(false)
+	framework.Eventually(t, wait, func(context.Context) (bool, string) {
+		return len(groups()) == 4, fmt.Sprintf("PodGroups %v", groups())
+	})
+
+	// Immutable while it runs.
+	cur := env.Get(t, ns, "train")
+	cur.Spec.Scheduling.ReplicatedJobs[1].Job = nil
+	if err := env.Client.Update(ctx, cur); err == nil || !strings.Contains(err.Error(), "spec.scheduling: Forbidden: is immutable while the JobSet runs") {
+		t.Errorf("changing spec.scheduling of a running JobSet: %v", err)
+	}
+
+	// Refused at admission, naming the field.
+	bad := testobj.NewJobSet(ns, "bad").ReplicatedJob("driver", 1, 1).ReplicatedJob("slice", 3, 2).Obj()
+	bad.Spec.Scheduling = &api.JobSetScheduling{ReplicatedJobs: []api.ReplicatedJobScheduling{{TargetReplicatedJobs: []string{"slice"}}}}
+	if err := env.Client.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), `replicated job "driver" is in no entry`) {
+		t.Errorf("a replicated job in no entry: %v", err)
+	}
+}
+
+// With the gate off, spec.scheduling is refused by name, with the fix.
+func TestWorkloadAwareSchedulingGateOff(t *testing.T) {
+	env := sharedEnv(t)
+	ns := env.Namespace(t)
+	js := testobj.NewJobSet(ns, "train").ReplicatedJob("slice", 2, 2).Obj()
+	js.Spec.Scheduling = &api.JobSetScheduling{}
+	err := env.Client.Create(context.Background(), js)
+	if err == nil || !strings.Contains(err.Error(), "spec.scheduling: Forbidden: needs the manager's feature gate JobSetWorkloadAwareSchedulingAPI") {
+		t.Errorf("spec.scheduling with the gate off: %v", err)
+	}
+}
