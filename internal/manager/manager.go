@@ -170,7 +170,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhookServer,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
-		Cache:                         objcache.Options(),
+		Cache:                         cacheOptions(o.FeatureGates),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -345,4 +345,13 @@ func servesWorkloads(d discovery.DiscoveryInterface) error {
 			features.WorkloadAwareScheduling, gv, err, podgroups.RuntimeConfig, podgroups.KubernetesGates)
 	}
 	return nil
+}
+
+// cacheOptions: the shared selection, and spec.scheduling's kinds when its
+// gate is on.
+func cacheOptions(gates features.Gates) cache.Options {
+	if gates.WorkloadAwareScheduling {
+		return objcache.WithWorkloads(objcache.Options())
+	}
+	return objcache.Options()
 }

@@ -41,7 +41,6 @@ func Options() cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&batchv1.Job{}: owned, &corev1.Service{}: owned,
-			&schedulingv1beta1.Workload{}: owned, &schedulingv1beta1.PodGroup{}: owned,
 			// Every pod, not only JobSets': placement must see every
 			// workload's pods on a domain.
 			&corev1.Pod{}:   {Transform: SlimPod},
@@ -49,6 +48,17 @@ func Options() cache.Options {
 			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "JobSet")},
 		},
 	}
+}
+
+// WithWorkloads adds to o the Workloads and PodGroups JobSets own
+// (spec.scheduling). Only then: a cache resolves every kind it is given
+// when it is made, and an API server that does not serve them (the
+// default in Kubernetes 1.37) would stop the manager from starting.
+func WithWorkloads(o cache.Options) cache.Options {
+	owned := cache.ByObject{Label: OwnedByJobSets()}
+	o.ByObject[&schedulingv1beta1.Workload{}] = owned
+	o.ByObject[&schedulingv1beta1.PodGroup{}] = owned
+	return o
 }
 
 // OwnedByJobSets selects the objects the JobSet controller creates: the

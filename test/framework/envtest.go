@@ -102,9 +102,15 @@ func NewEnv(edit func(*manager.Options)) (env *Env, stop func(), err error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
-	// The Workload API (beta, off by default), as the local cluster serves it (spec.scheduling).
-	te.ControlPlane.GetAPIServer().Configure().
-		Set("runtime-config", podgroups.RuntimeConfig).Set("feature-gates", podgroups.KubernetesGates)
+	probe := manager.DefaultFlags().Options
+	edit(&probe)
+	if probe.FeatureGates.WorkloadAwareScheduling {
+		// spec.scheduling's Workload API (beta, off by default), as the
+		// local cluster serves it; otherwise a default API server, as a
+		// cluster has, on which the manager must start too.
+		te.ControlPlane.GetAPIServer().Configure().
+			Set("runtime-config", podgroups.RuntimeConfig).Set("feature-gates", podgroups.KubernetesGates)
+	}
 	cfg, err := te.Start()
 	if err != nil {
 		return nil, nil, fmt.Errorf("start envtest: %w", err)
