@@ -17,7 +17,6 @@ import (
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/naming"
 	"github.com/multislice/multislice/internal/placement"
-	"github.com/multislice/multislice/internal/podgroups"
 	"github.com/multislice/multislice/internal/podtemplate"
 )
 
@@ -85,10 +84,12 @@ type Plan struct {
 	HoldDomains    map[string]string
 	WaitForDomains *placement.Waiter
 	// Workload and PodGroups are created before Create's Jobs
-	// (spec.scheduling); DeleteScheduling removes a suspended JobSet's.
-	Workload         *schedulingv1beta1.Workload
-	PodGroups        []*schedulingv1beta1.PodGroup
-	DeleteScheduling *podgroups.Plan
+	// (spec.scheduling); DeleteWorkload and DeletePodGroups name a
+	// suspended JobSet's, which go.
+	Workload        *schedulingv1beta1.Workload
+	PodGroups       []*schedulingv1beta1.PodGroup
+	DeleteWorkload  string
+	DeletePodGroups []string
 	// DeleteJobSet: the TTL after finishing has expired.
 	DeleteJobSet bool
 	RequeueAfter time.Duration

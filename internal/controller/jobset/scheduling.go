@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -57,9 +58,15 @@ func schedule(o Observed, p *Plan, e *statusEditor, suspended bool) {
 		joinGroup(plan, j) // built fresh by Decide: ours to change
 	}
 	if suspended {
-		if have.Workload || len(have.PodGroups) > 0 {
-			p.DeleteScheduling = &plan
+		// What exists goes, by the names it has (spec.scheduling may have
+		// changed since it was made).
+		if have.Workload {
+			p.DeleteWorkload = plan.Workload
 		}
+		for name := range have.PodGroups {
+			p.DeletePodGroups = append(p.DeletePodGroups, name)
+		}
+		sort.Strings(p.DeletePodGroups)
 		return
 	}
 	if have.Going {
@@ -124,14 +131,16 @@ func (r *Reconciler) observeScheduling(ctx context.Context, js *api.JobSet) (*Sc
 // next reconcile sees it), or another's, never taken over: the error names
 // it until one of them is renamed.
 func (r *Reconciler) actScheduling(ctx context.Context, js *api.JobSet, p *Plan) error {
-	if del := p.DeleteScheduling; del != nil {
+	if p.DeleteWorkload != "" || len(p.DeletePodGroups) > 0 {
 		var errs []error
-		for _, g := range del.Groups {
-			pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: g.Name}}
+		for _, name := range p.DeletePodGroups {
+			pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: name}}
 			errs = append(errs, client.IgnoreNotFound(r.Client.Delete(ctx, pg)))
 		}
-		w := &schedulingv1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: del.Workload}}
-		errs = append(errs, client.IgnoreNotFound(r.Client.Delete(ctx, w)))
+		if p.DeleteWorkload != "" {
+			w := &schedulingv1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: p.DeleteWorkload}}
+			errs = append(errs, client.IgnoreNotFound(r.Client.Delete(ctx, w)))
+		}
 		return errors.Join(errs...)
 	}
 	if p.Workload != nil {

@@ -49,8 +49,8 @@ func TestDecideScheduling(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			have := tc.have
 			p := Decide(Observed{JobSet: tc.js, ServiceExists: true, Now: now, Scheduling: &have})
-			if (p.Workload != nil) != tc.workload || len(p.PodGroups) != tc.podGroups || len(p.Create) != tc.create || (p.DeleteScheduling != nil) != tc.deleted {
-				t.Fatalf("workload %v, %d PodGroups, %d Jobs, delete %v", p.Workload != nil, len(p.PodGroups), len(p.Create), p.DeleteScheduling != nil)
+			if (p.Workload != nil) != tc.workload || len(p.PodGroups) != tc.podGroups || len(p.Create) != tc.create || (p.DeleteWorkload != "" && len(p.DeletePodGroups) == 3) != tc.deleted {
+				t.Fatalf("workload %v, %d PodGroups, %d Jobs, delete %v", p.Workload != nil, len(p.PodGroups), len(p.Create), p.DeletePodGroups)
 			}
 			if c := meta.FindStatusCondition(p.Status.Conditions, string(ChildJobsCreated)); tc.refused != "" &&
 				(c == nil || !strings.HasPrefix(string(c.Status)+" "+c.Reason+": "+c.Message, tc.refused)) {
