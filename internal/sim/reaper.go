@@ -64,32 +64,40 @@ func (r *Reaper) Run(ctx context.Context) error {
 		if quit {
 			return nil
 		}
-		var pod corev1.Pod
-		err := r.Cache.Get(ctx, key, &pod)
-		switch {
-		case apierrors.IsNotFound(err) || err == nil && !reapable(&pod):
-			queue.Forget(key)
+		switch after, err := r.reap(ctx, c, key); {
 		case err != nil:
+			fmt.Fprintf(r.Log, "%s: remove the deleted simulated pod: %v\n", key, err)
 			queue.AddRateLimited(key)
-		case time.Now().Before(reapTime(&pod)):
-			queue.AddAfter(key, time.Until(reapTime(&pod)))
-		case !r.onSimulatedNode(ctx, &pod):
-			queue.Forget(key)
+		case after > 0:
+			queue.AddAfter(key, after)
 		default:
-			err := c.Delete(ctx, &pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
-			switch {
-			case err == nil:
-				fmt.Fprintf(r.Log, "%s: kwok missed its deletion; removed it as its kubelet would\n", key)
-			case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-				fmt.Fprintf(r.Log, "%s: remove the deleted simulated pod: %v\n", key, err)
-				queue.AddRateLimited(key)
-				queue.Done(key)
-				continue
-			}
 			queue.Forget(key)
 		}
 		queue.Done(key)
 	}
+}
+
+// reap removes the pod at key if kwok has missed it, or says how long to
+// wait before it looks again (0: never).
+func (r *Reaper) reap(ctx context.Context, c client.Client, key types.NamespacedName) (time.Duration, error) {
+	var pod corev1.Pod
+	if err := r.Cache.Get(ctx, key, &pod); err != nil || !reapable(&pod) {
+		return 0, client.IgnoreNotFound(err)
+	}
+	if wait := time.Until(reapTime(&pod)); wait > 0 {
+		return wait, nil
+	}
+	if !r.onSimulatedNode(ctx, &pod) {
+		return 0, nil
+	}
+	err := c.Delete(ctx, &pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
+	if err == nil {
+		fmt.Fprintf(r.Log, "%s: kwok missed its deletion; removed it as its kubelet would\n", key)
+	}
+	if apierrors.IsConflict(err) { // another pod of that name now
+		return 0, nil
+	}
+	return 0, client.IgnoreNotFound(err)
 }
 
 // reapable: a deleted pod bound to a node and not yet removed (a removed

@@ -137,16 +137,7 @@ func open(ctx context.Context, f *cli.Factory, who string) (*cloud.Cloud, error)
 	if err != nil {
 		return nil, err
 	}
-	return openWith(ctx, client, who)
-}
-
-func openWith(ctx context.Context, client kubernetes.Interface, who string) (*cloud.Cloud, error) {
-	c, err := cloud.Open(ctx, client)
-	if err != nil {
-		return nil, err
-	}
-	c.Who = who
-	return c, nil
+	return cloud.Open(ctx, client, who)
 }
 
 // NewCmdCloudRepair is the hidden `multislice cloud-repair`, one component
@@ -171,7 +162,7 @@ func NewCmdCloudRepair(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := openWith(cmd.Context(), client, "multislice cloud-repair")
+			c, err := cloud.Open(cmd.Context(), client, "multislice cloud-repair")
 			if err != nil {
 				return err
 			}

@@ -366,10 +366,5 @@ func open(ctx context.Context, f *cli.Factory, who string) (*cloud.Cloud, error)
 	if err != nil {
 		return nil, err
 	}
-	c, err := cloud.Open(ctx, client)
-	if err != nil {
-		return nil, err
-	}
-	c.Who = who
-	return c, nil
+	return cloud.Open(ctx, client, who)
 }

@@ -147,7 +147,7 @@ func Run(ctx context.Context, f *cli.Factory, format string) error {
 	// The fleet comes from the API: whatever is down, answer in seconds.
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	c, err := cloud.Open(ctx, client)
+	c, err := cloud.Open(ctx, client, "multislice status")
 	var pools []cloud.PoolStatus
 	var groups []cloud.GroupStatus
 	if err == nil {

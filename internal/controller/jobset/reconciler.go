@@ -248,7 +248,7 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, err
 
 func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 	var errs []error
-	errs = append(errs, r.parallel(ctx, p.Delete, func(j *batchv1.Job) error {
+	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Delete, func(j *batchv1.Job) error {
 		if p.DeletePodsGrace != nil {
 			pods := &corev1.Pod{}
 			err := r.Client.DeleteAllOf(ctx, pods, client.InNamespace(j.Namespace),
@@ -277,7 +277,7 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, err.Error())
 		return errors.Join(append(errs, err)...)
 	}
-	createErr := r.parallel(ctx, p.Create, func(j *batchv1.Job) error {
+	createErr := parallel(ctx, r.Parallelism, "job", p.Create, func(j *batchv1.Job) error {
 		err := r.Client.Create(ctx, j)
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -291,16 +291,16 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 	if afterCreate(p, createErr, r.now()) {
 		r.remember(js, p)
 	}
-	errs = append(errs, r.parallel(ctx, p.Scale, func(j *batchv1.Job) error {
+	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Scale, func(j *batchv1.Job) error {
 		patch := fmt.Sprintf(`{"spec":{"parallelism":%d,"completions":%d}}`, *j.Spec.Parallelism, *j.Spec.Completions)
 		return r.Client.Patch(ctx, j, client.RawPatch(types.MergePatchType, []byte(patch)))
 	}))
-	errs = append(errs, r.parallel(ctx, p.Suspend, func(j *batchv1.Job) error {
+	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Suspend, func(j *batchv1.Job) error {
 		j = j.DeepCopy()
 		j.Spec.Suspend = ptr.To(true)
 		return r.Client.Update(ctx, j)
 	}))
-	errs = append(errs, r.parallel(ctx, p.Resume, func(j *batchv1.Job) error {
+	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Resume, func(j *batchv1.Job) error {
 		if j.Status.StartTime != nil {
 			// A resumed Job must start its clock afresh (the API requires it).
 			j.Status.StartTime = nil
@@ -329,14 +329,16 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 	return errors.Join(errs...)
 }
 
-func (r *Reconciler) parallel(ctx context.Context, jobs []*batchv1.Job, f func(*batchv1.Job) error) error {
-	if len(jobs) == 0 {
+// parallel runs f on every object, n at a time; each error names the
+// object's kind and name.
+func parallel[T client.Object](ctx context.Context, n int, kind string, objs []T, f func(T) error) error {
+	if len(objs) == 0 {
 		return nil
 	}
-	errs := make([]error, len(jobs))
-	workqueue.ParallelizeUntil(ctx, r.Parallelism, len(jobs), func(i int) {
-		if err := f(jobs[i]); err != nil {
-			errs[i] = fmt.Errorf("job %s: %w", jobs[i].Name, err)
+	errs := make([]error, len(objs))
+	workqueue.ParallelizeUntil(ctx, n, len(objs), func(i int) {
+		if err := f(objs[i]); err != nil {
+			errs[i] = fmt.Errorf("%s %s: %w", kind, objs[i].GetName(), err)
 		}
 	})
 	return errors.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -13,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,7 +54,7 @@ func schedule(o Observed, p *Plan, e *statusEditor, suspended bool) {
 	}
 	// Every new Job's pods join their group, a suspended JobSet's too: a
 	// Job's pod template cannot take a group later, when it resumes.
-	for _, j := range append(append([]*batchv1.Job(nil), p.Create...), p.Pending...) {
+	for _, j := range slices.Concat(p.Create, p.Pending) {
 		joinGroup(plan, j) // built fresh by Decide: ours to change
 	}
 	if suspended {
@@ -111,7 +111,8 @@ func (r *Reconciler) observeScheduling(ctx context.Context, js *api.JobSet) (*Sc
 		return nil, fmt.Errorf("read the Workload: %w", err)
 	}
 	var groups schedulingv1beta1.PodGroupList
-	if err := r.Client.List(ctx, &groups, client.InNamespace(js.Namespace), client.MatchingLabels{api.JobSetUIDKey: string(js.UID)}); err != nil {
+	if err := r.Client.List(ctx, &groups, client.InNamespace(js.Namespace), client.MatchingLabels{api.JobSetUIDKey: string(js.UID)},
+		client.UnsafeDisableDeepCopy); err != nil { // the cache's own objects: only read
 		return nil, fmt.Errorf("list the PodGroups: %w", err)
 	}
 	for i := range groups.Items {
@@ -125,39 +126,41 @@ func (r *Reconciler) observeScheduling(ctx context.Context, js *api.JobSet) (*Sc
 	return have, nil
 }
 
-// actScheduling creates the Workload and the PodGroups the plan lacks, or
-// deletes those of a suspended JobSet. An object of one of the JobSet's
-// names that already exists is either its own, not yet in the cache (the
-// next reconcile sees it), or another's, never taken over: the error names
-// it until one of them is renamed.
+// actScheduling deletes a suspended JobSet's Workload and PodGroups, or
+// creates those the plan lacks.
 func (r *Reconciler) actScheduling(ctx context.Context, js *api.JobSet, p *Plan) error {
-	if p.DeleteWorkload != "" || len(p.DeletePodGroups) > 0 {
-		var errs []error
-		for _, name := range p.DeletePodGroups {
-			pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: name}}
-			errs = append(errs, client.IgnoreNotFound(r.Client.Delete(ctx, pg)))
-		}
-		if p.DeleteWorkload != "" {
-			w := &schedulingv1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: p.DeleteWorkload}}
-			errs = append(errs, client.IgnoreNotFound(r.Client.Delete(ctx, w)))
-		}
-		return errors.Join(errs...)
+	gone := make([]*schedulingv1beta1.PodGroup, len(p.DeletePodGroups))
+	for i, name := range p.DeletePodGroups {
+		gone[i] = &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: name}}
+	}
+	err := parallel(ctx, r.Parallelism, "PodGroup", gone, func(pg *schedulingv1beta1.PodGroup) error {
+		return client.IgnoreNotFound(r.Client.Delete(ctx, pg))
+	})
+	if p.DeleteWorkload != "" {
+		w := &schedulingv1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: p.DeleteWorkload}}
+		err = errors.Join(err, client.IgnoreNotFound(r.Client.Delete(ctx, w)))
+	}
+	if err != nil {
+		return err
 	}
 	if p.Workload != nil {
-		if err := r.Client.Create(ctx, p.Workload); apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("Workload %s already exists; if this JobSet does not control it, rename one of them", p.Workload.Name)
-		} else if err != nil {
-			return fmt.Errorf("create Workload %s: %w", p.Workload.Name, err)
+		if err := r.createOwn(ctx, p.Workload); err != nil {
+			return fmt.Errorf("Workload %s: %w", p.Workload.Name, err)
 		}
 	}
-	errs := make([]error, len(p.PodGroups))
-	workqueue.ParallelizeUntil(ctx, r.Parallelism, len(p.PodGroups), func(i int) {
-		pg := p.PodGroups[i]
-		if err := r.Client.Create(ctx, pg); apierrors.IsAlreadyExists(err) {
-			errs[i] = fmt.Errorf("PodGroup %s already exists; if this JobSet does not control it, rename one of them", pg.Name)
-		} else if err != nil {
-			errs[i] = fmt.Errorf("create PodGroup %s: %w", pg.Name, err)
-		}
+	return parallel(ctx, r.Parallelism, "PodGroup", p.PodGroups, func(pg *schedulingv1beta1.PodGroup) error {
+		return r.createOwn(ctx, pg)
 	})
-	return errors.Join(errs...)
+}
+
+// createOwn creates one of the JobSet's objects. One of its name that
+// exists already is either the JobSet's own, not yet in the cache (the
+// next reconcile sees it), or another's, never taken over: the error says
+// so until one of them is renamed.
+func (r *Reconciler) createOwn(ctx context.Context, obj client.Object) error {
+	err := r.Client.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		return errors.New("already exists; if this JobSet does not control it, rename one of them")
+	}
+	return err
 }

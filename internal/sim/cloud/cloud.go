@@ -65,8 +65,9 @@ func Init(ctx context.Context, client kubernetes.Interface, s Settings) (*Cloud,
 	return &Cloud{client: client, Settings: s}, nil
 }
 
-// Open connects to the simulated cloud of a running local cluster.
-func Open(ctx context.Context, client kubernetes.Interface) (*Cloud, error) {
+// Open connects to the simulated cloud of a running local cluster, as who
+// (named in the operation lock, e.g. "multislice nodepool create").
+func Open(ctx context.Context, client kubernetes.Interface, who string) (*Cloud, error) {
 	cm, err := client.CoreV1().ConfigMaps(Namespace).Get(ctx, settingsMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("this cluster has no simulated TPU cloud (no %s/%s): node pools are managed by `multislice up` clusters only", Namespace, settingsMap)
@@ -79,7 +80,7 @@ func Open(ctx context.Context, client kubernetes.Interface) (*Cloud, error) {
 		return nil, fmt.Errorf("cloud settings %s/%s are damaged: %w", Namespace, settingsMap, err)
 	}
 	s.GroupLabels = (&fleet.Config{GroupLabels: s.GroupLabels}).Keys()
-	return &Cloud{client: client, Settings: s}, nil
+	return &Cloud{client: client, Settings: s, Who: who}, nil
 }
 
 // Pools returns every recorded node pool, by name.

@@ -45,9 +45,8 @@ func Heal(h Home) ([]string, error) {
 		return nil, err
 	}
 	var healed []string
-	restart := func(i int) error {
+	restart := func(i int) error { // a dead process, or one restartInOrder stopped
 		p := st.Processes[i]
-		p.stop(5 * time.Second)
 		if p.Name == "kueue" {
 			if err := h.writeKueueCerts(); err != nil {
 				return err
@@ -100,13 +99,17 @@ func (h Home) restartInOrder(ps []Process, todo []int, restart func(int) error) 
 	}
 	kwok := slices.IndexFunc(todo, func(i int) bool { return ps[i].Name == "kwok" })
 	if kwok >= 0 {
-		if err := h.releaseNodeLeases(); err != nil {
+		client, nodes, err := h.simulatedNodes()
+		if err != nil {
+			return err
+		}
+		if err := releaseNodeLeases(client, nodes); err != nil {
 			return err
 		}
 		if err := restart(todo[kwok]); err != nil {
 			return err
 		}
-		if err := h.waitNodesHeld(30 * time.Second); err != nil {
+		if err := h.waitNodesHeld(client, nodes, 30*time.Second); err != nil {
 			return err
 		}
 		todo = slices.Delete(slices.Clone(todo), kwok, kwok+1)
@@ -119,32 +122,40 @@ func (h Home) restartInOrder(ps []Process, todo []int, restart func(int) error) 
 	return nil
 }
 
-func (h Home) clientset() (*kubernetes.Clientset, error) {
+// simulatedNodes are the names of kwok's nodes (real hosts have their own
+// kubelet and lease), with the client that listed them.
+func (h Home) simulatedNodes() (kubernetes.Interface, []string, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", h.Kubeconfig())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.SimulatedLabel + "=true"})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the simulated nodes: %w", err)
+	}
+	names := make([]string, len(list.Items))
+	for i, n := range list.Items {
+		names[i] = n.Name
+	}
+	return client, names, nil
 }
 
 // releaseNodeLeases deletes the simulated nodes' Leases once kwok has
 // stopped, so that the next kwok takes the nodes over at once instead of
 // after their leases expire.
-func (h Home) releaseNodeLeases() error {
-	client, err := h.clientset()
-	if err != nil {
-		return err
-	}
+func releaseNodeLeases(client kubernetes.Interface, nodes []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.SimulatedLabel + "=true"})
-	if err != nil {
-		return fmt.Errorf("release the simulated nodes' leases: %w", err)
-	}
-	for _, n := range nodes.Items {
-		err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, n.Name, metav1.DeleteOptions{})
+	for _, n := range nodes {
+		err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, n, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("release the lease of node %s: %w", n.Name, err)
+			return fmt.Errorf("release the lease of node %s: %w", n, err)
 		}
 	}
 	return nil
@@ -156,19 +167,11 @@ const kwokSettle = 500 * time.Millisecond
 
 // waitNodesHeld waits until a restarted kwok holds every simulated node
 // (a Lease for each: releaseNodeLeases removed the old ones).
-func (h Home) waitNodesHeld(timeout time.Duration) error {
-	client, err := h.clientset()
-	if err != nil {
-		return err
-	}
+func (h Home) waitNodesHeld(client kubernetes.Interface, nodes []string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.SimulatedLabel + "=true"})
-	if err != nil {
-		return fmt.Errorf("list the simulated nodes: %w", err)
-	}
 	missing, why := []string{}, "its node leases are unreadable"
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		leases, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
@@ -178,9 +181,9 @@ func (h Home) waitNodesHeld(timeout time.Duration) error {
 			held[l.Name] = true
 		}
 		missing = missing[:0]
-		for _, n := range nodes.Items {
-			if !held[n.Name] {
-				missing = append(missing, n.Name)
+		for _, n := range nodes {
+			if !held[n] {
+				missing = append(missing, n)
 			}
 		}
 		if len(missing) > 0 {
