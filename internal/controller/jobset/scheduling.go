@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -25,6 +26,10 @@ import (
 // spec.scheduling cannot be compiled (admission refuses it; a JobSet
 // created while the webhook was off may have it).
 const SchedulingInvalidReason = "InvalidScheduling"
+
+// PodGroupsGoingReason is ChildJobsCreated's reason while a resumed
+// JobSet's Jobs wait for its PodGroups of before to be gone.
+const PodGroupsGoingReason = "WaitingForPodGroupsToGo"
 
 // SchedulingObjects is what exists of a JobSet's Workload-Aware Scheduling
 // objects (gate JobSetWorkloadAwareSchedulingAPI, spec.scheduling set).
@@ -69,12 +74,20 @@ func schedule(o Observed, p *Plan, e *statusEditor, suspended bool) {
 		sort.Strings(p.DeletePodGroups)
 		return
 	}
+	waiting := meta.FindStatusCondition(js.Status.Conditions, string(ChildJobsCreated))
 	if have.Going {
 		// A resumed JobSet's groups of before are still going: their
 		// names are taken until they have gone (their delete event
 		// requeues the JobSet), and the Jobs wait for the new ones.
+		if len(p.Create)+len(p.Resume) > 0 {
+			e.put(ChildJobsCreated, metav1.ConditionFalse, PodGroupsGoingReason,
+				"the Jobs wait for the PodGroups of before to go: kube-controller-manager's PodGroup protection removes a deleted PodGroup once no pod uses it (it needs its feature gate GenericWorkload)", corev1.EventTypeNormal)
+		}
 		p.Create, p.Resume = nil, nil
 		return
+	}
+	if waiting != nil && waiting.Reason == PodGroupsGoingReason {
+		e.set(ChildJobsCreated, metav1.ConditionTrue, "PodGroupsReady", "the PodGroups are made again; the child Jobs go on", corev1.EventTypeNormal)
 	}
 	if !have.Workload {
 		p.Workload = plan.WorkloadObject(js)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -41,7 +42,11 @@ func TestDecideScheduling(t *testing.T) {
 		{name: "suspended with its objects", js: jobSet(3, perJob, func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }),
 			have: SchedulingObjects{Workload: true, PodGroups: allGroups}, deleted: true, create: 3},
 		{name: "suspended with none", js: jobSet(3, perJob, func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }), create: 3},
-		{name: "resumed while the old groups go", js: jobSet(3, perJob), have: SchedulingObjects{Going: true}},
+		{name: "resumed while the old groups go", js: jobSet(3, perJob), have: SchedulingObjects{Going: true},
+			refused: "False WaitingForPodGroupsToGo: the Jobs wait for the PodGroups of before to go"},
+		{name: "the old groups gone", js: jobSet(3, perJob, func(js *api.JobSet) {
+			js.Status.Conditions = []metav1.Condition{{Type: string(ChildJobsCreated), Status: metav1.ConditionFalse, Reason: PodGroupsGoingReason}}
+		}), workload: true, podGroups: 3, create: 3, refused: "True PodGroupsReady"},
 		{name: "cannot be compiled", js: jobSet(3, func(js *api.JobSet) {
 			js.Spec.Scheduling = &api.JobSetScheduling{ReplicatedJobs: []api.ReplicatedJobScheduling{{TargetReplicatedJobs: []string{"nope"}}}}
 		}), refused: "False InvalidScheduling: spec.scheduling: [spec.scheduling.replicatedJobs[0].targetReplicatedJobs[0]: Not found"},
