@@ -292,7 +292,30 @@ func (r *Running) startHost(c realhost.Cluster, t realhost.Tools, h realhost.Hos
 		[]string{"PATH=" + h.Run + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}); err != nil {
 		return err
 	}
-	return r.launch(KubeletName(h.Name), t.Kubelet, c.KubeletArgs(h), kubeletPort, healthz)
+	began := time.Now()
+	if err := r.launch(KubeletName(h.Name), t.Kubelet, c.KubeletArgs(h), kubeletPort, healthz); err != nil {
+		return err
+	}
+	waitCreatedSince(kubeletSocket, began, 20*time.Second)
+	return nil
+}
+
+// kubeletSocket is the device-plugin registration socket every kubelet of
+// this machine binds at the same path (the kubelet has no flag for it):
+// two kubelets starting at once race for it, and one exits ("bind:
+// address already in use"). Each real host's kubelet starts once the one
+// before it has bound the socket.
+const kubeletSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+
+// waitCreatedSince waits, at most timeout, until path was made at since
+// or later; a kubelet that is slower than that is left to `up`'s
+// readiness wait.
+func waitCreatedSince(path string, since time.Time, timeout time.Duration) {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if fi, err := os.Stat(path); err == nil && !fi.ModTime().Before(since) {
+			return
+		}
+	}
 }
 
 // KubeletName is the component name of a real host's kubelet.
