@@ -28,6 +28,8 @@ type Factory struct {
 	// ObjectClient, when set, is the client the workload commands use
 	// (tests give a fake); else one is built for WorkloadConfig.
 	ObjectClient client.Client
+	// WorkloadClient, when set, is Clientset's answer (tests give a fake).
+	WorkloadClient kubernetes.Interface
 	// LocalClient, when set, is the local cluster's admin client (tests
 	// give a fake); else Client builds one from the home's kubeconfig.
 	LocalClient kubernetes.Interface
@@ -115,6 +117,19 @@ func (f *Factory) Objects() (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: objcache.Scheme()})
 }
 
+// Clientset is a typed client of the cluster workload commands talk to
+// (pods, their logs).
+func (f *Factory) Clientset() (kubernetes.Interface, error) {
+	if f.WorkloadClient != nil {
+		return f.WorkloadClient, nil
+	}
+	cfg, err := f.WorkloadConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
 // Client connects to the local cluster as its admin (with LocalClient set,
 // it is that client and no config).
 func (f *Factory) Client() (kubernetes.Interface, *rest.Config, error) {
@@ -136,6 +151,13 @@ func (f *Factory) Client() (kubernetes.Interface, *rest.Config, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	return client, cfg, err
 }
+
+// ExitCode is an error that ends the process with that code and prints
+// nothing: the answer of a command whose exit status is its result (the
+// in-place restart agent's).
+type ExitCode int
+
+func (c ExitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
 
 // IsTerminal: w is a terminal (not a pipe or a file), so that a command may
 // redraw it.

@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -22,9 +23,20 @@ import (
 // namespaceFile is where a pod's service account says its namespace.
 const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// NewCmdAgent is `multislice agent`.
-func NewCmdAgent(f *cli.Factory) *cobra.Command {
-	var kubeconfig string
+// Options is `multislice agent`'s command line; the rest of its input is
+// its environment (agent.Options).
+type Options struct {
+	F *cli.Factory
+	// Kubeconfig is a kubeconfig file ("": the in-cluster configuration).
+	Kubeconfig string
+}
+
+// NewCmdAgent is `multislice agent`; runF (nil: agentRun) gets the options.
+func NewCmdAgent(f *cli.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{F: f}
+	if runF == nil {
+		runF = agentRun
+	}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "In-place restart agent (KEP-467): run in every pod of a JobSet with restartStrategy InPlaceRestart",
@@ -41,31 +53,39 @@ Environment: JOBSET_NAME and POD_NAME (downward API); the namespace comes
 from the service account (or POD_NAMESPACE). It needs get/list/watch on its
 JobSet and patch on pods (config/agent/rbac.yaml). See docs/auto-repair.md.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := optionsFromEnv()
-			if err != nil {
-				return err
-			}
-			o.Log = f.Err
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return fmt.Errorf("--kubeconfig: %w", err)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			code, err := agent.Run(ctx, cfg, o)
-			if err != nil && ctx.Err() == nil {
-				return err
-			}
-			if ctx.Err() != nil {
-				code = 128 + int(syscall.SIGTERM) // a stopped agent: never 0, which would mean "done"
-			}
-			os.Exit(code)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runF(cmd.Context(), o) },
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	return cmd
+}
+
+// agentRun runs the agent until its protocol says to exit; its exit code
+// is the answer (cli.ExitCode).
+func agentRun(ctx context.Context, o *Options) error {
+	ao, err := optionsFromEnv()
+	if err != nil {
+		return err
+	}
+	ao.Log = o.F.Err
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	// The process's own handler makes SIGTERM cancel ctx; this keeps a
+	// test's context and SIGINT alike.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	code, err := agent.Run(ctx, cfg, ao)
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		code = 128 + int(syscall.SIGTERM) // a stopped agent: never 0, which would mean "done"
+	}
+	if code == 0 {
+		return nil
+	}
+	return cli.ExitCode(code)
 }
 
 func optionsFromEnv() (agent.Options, error) {

@@ -2,6 +2,7 @@
 package down
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,18 +11,26 @@ import (
 	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
-// NewCmdDown is `multislice down`.
-func NewCmdDown(f *cli.Factory) *cobra.Command {
+// Options is what `multislice down` was asked: nothing but where.
+type Options struct{ F *cli.Factory }
+
+// NewCmdDown is `multislice down`; runF (nil: downRun) gets the options.
+func NewCmdDown(f *cli.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{F: f}
+	if runF == nil {
+		runF = downRun
+	}
 	return &cobra.Command{
 		Use:   "down",
 		Short: "Stop the local cluster: every process it started, leaving no port in use",
 		Args:  cobra.NoArgs,
-		RunE:  func(*cobra.Command, []string) error { return Run(f) },
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runF(cmd.Context(), o) },
 	}
 }
 
-// Run stops the cluster and reports each process.
-func Run(f *cli.Factory) error {
+// downRun stops the cluster and reports each process.
+func downRun(_ context.Context, o *Options) error {
+	f := o.F
 	home, err := localcluster.At(f.Home())
 	if err != nil {
 		return err

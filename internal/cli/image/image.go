@@ -3,6 +3,7 @@
 package image
 
 import (
+	"context"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -27,12 +28,25 @@ func NewCmdImage(f *cli.Factory) *cobra.Command {
 		Use:   "image",
 		Short: "Images for the local cluster's real hosts",
 	}
-	cmd.AddCommand(newCmdLoad(f))
+	cmd.AddCommand(NewCmdLoad(f, nil))
 	return cmd
 }
 
-func newCmdLoad(f *cli.Factory) *cobra.Command {
-	var args []string
+// LoadOptions is what `image load` was asked.
+type LoadOptions struct {
+	F *cli.Factory
+	// Path is the binary, OCI layout or tarball; Ref the name pods use.
+	Path, Ref string
+	// Args are a binary's image's default arguments.
+	Args []string
+}
+
+// NewCmdLoad is `image load`; runF (nil: loadRun) gets the options.
+func NewCmdLoad(f *cli.Factory, runF func(context.Context, *LoadOptions) error) *cobra.Command {
+	o := &LoadOptions{F: f}
+	if runF == nil {
+		runF = loadRun
+	}
 	cmd := &cobra.Command{
 		Use:   "load PATH NAME",
 		Short: "Put an image into the local cluster's registry, as NAME (e.g. ghcr.io/you/trainer:v1)",
@@ -45,36 +59,41 @@ pods use (docker.io, registry.k8s.io and ghcr.io names are served from it). PATH
   multislice image load /tmp/trainer ghcr.io/multislice/trainer:dev`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, pos []string) error {
-			path, ref := pos[0], pos[1]
-			repo, err := realhost.LocalName(ref)
-			if err != nil {
-				return err
-			}
-			home, err := localcluster.At(f.Home())
-			if err != nil {
-				return err
-			}
-			info, err := home.RealHosts()
-			if err != nil {
-				return err
-			}
-			if info == nil {
-				return fmt.Errorf("the cluster in %s has no real hosts, so no registry: start one with `multislice up --fleet examples/fleet-real.yaml`", home)
-			}
-			img, err := read(path, args)
-			if err != nil {
-				return err
-			}
-			if err := realhost.Push(cmd.Context(), info.Registry, map[string]v1.Image{repo: img}); err != nil {
-				return err
-			}
-			digest, _ := img.Digest()
-			fmt.Fprintf(f.Out, "loaded %s (%s) into the local registry %s\n", ref, digest, info.Registry)
-			return nil
+			o.Path, o.Ref = pos[0], pos[1]
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringArrayVar(&args, "arg", nil, "default argument of a binary's image (repeat for several)")
+	cmd.Flags().StringArrayVar(&o.Args, "arg", nil, "default argument of a binary's image (repeat for several)")
 	return cmd
+}
+
+// loadRun pushes the image to the local cluster's registry.
+func loadRun(ctx context.Context, o *LoadOptions) error {
+	repo, err := realhost.LocalName(o.Ref)
+	if err != nil {
+		return err
+	}
+	home, err := localcluster.At(o.F.Home())
+	if err != nil {
+		return err
+	}
+	info, err := home.RealHosts()
+	if err != nil {
+		return err
+	}
+	if info == nil {
+		return fmt.Errorf("the cluster in %s has no real hosts, so no registry: start one with `multislice up --fleet examples/fleet-real.yaml`", home)
+	}
+	img, err := read(o.Path, o.Args)
+	if err != nil {
+		return err
+	}
+	if err := realhost.Push(ctx, info.Registry, map[string]v1.Image{repo: img}); err != nil {
+		return err
+	}
+	digest, _ := img.Digest()
+	fmt.Fprintf(o.F.Out, "loaded %s (%s) into the local registry %s\n", o.Ref, digest, info.Registry)
+	return nil
 }
 
 // read makes the image at path: a directory is an OCI layout, an ELF file

@@ -36,18 +36,23 @@ func NewCmdKueue(f *cli.Factory) *cobra.Command {
 Start a local cluster with Kueue (multislice up --kueue), make its queues
 (multislice kueue init), and submit with multislice workload create --kueue-queue ` + kueue.LocalQueueName + `.`,
 	}
-	cmd.AddCommand(newCmdInit(f), newCmdConnect(f))
+	cmd.AddCommand(NewCmdInit(f, nil), NewCmdConnect(f, nil))
 	return cmd
 }
 
 // InitOptions are the flags of `kueue init`.
 type InitOptions struct {
+	F          *cli.Factory
 	Namespace  string
 	GroupLabel string
 }
 
-func newCmdInit(f *cli.Factory) *cobra.Command {
-	o := &InitOptions{}
+// NewCmdInit is `kueue init`; runF (nil: initRun) gets the options.
+func NewCmdInit(f *cli.Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
+	o := &InitOptions{F: f}
+	if runF == nil {
+		runF = initRun
+	}
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create Kueue's queues from the fleet: a flavor per TPU group, quotas of its chips, CPU and memory",
@@ -61,7 +66,7 @@ Run it again after node pools change.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Namespace = f.Namespace(o.Namespace)
-			return runInit(cmd.Context(), f, o)
+			return runF(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the LocalQueue (default: the context's)")
@@ -69,7 +74,9 @@ Run it again after node pools change.`,
 	return cmd
 }
 
-func runInit(ctx context.Context, f *cli.Factory, o *InitOptions) error {
+// initRun makes or updates the queues from the nodes.
+func initRun(ctx context.Context, o *InitOptions) error {
+	f := o.F
 	cfg, client, err := clients(f)
 	if err != nil {
 		return err
@@ -99,14 +106,19 @@ func runInit(ctx context.Context, f *cli.Factory, o *InitOptions) error {
 
 // ConnectOptions are the flags of `kueue connect`.
 type ConnectOptions struct {
+	F                *cli.Factory
 	WorkerKubeconfig string
 	ClusterQueue     string
 	WorkerName       string
 	Wait             time.Duration
 }
 
-func newCmdConnect(f *cli.Factory) *cobra.Command {
-	o := &ConnectOptions{}
+// NewCmdConnect is `kueue connect`; runF (nil: connectRun) gets the options.
+func NewCmdConnect(f *cli.Factory, runF func(context.Context, *ConnectOptions) error) *cobra.Command {
+	o := &ConnectOptions{F: f}
+	if runF == nil {
+		runF = connectRun
+	}
 	cmd := &cobra.Command{
 		Use:   "connect --worker-kubeconfig FILE [--cluster-queue NAME]",
 		Short: "Make this cluster a MultiKueue manager of a worker cluster",
@@ -120,7 +132,7 @@ init there), its status mirrored back; here it stays suspended and no pod runs.`
   multislice up --kueue && multislice kueue init
   multislice kueue connect --worker-kubeconfig ~/.multislice-worker/kubeconfig`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runConnect(cmd.Context(), f, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runF(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.WorkerKubeconfig, "worker-kubeconfig", "", "kubeconfig of the worker cluster, credentials inline (required)")
 	cmd.Flags().StringVar(&o.ClusterQueue, "cluster-queue", kueue.ClusterQueueName, "the ClusterQueue whose workloads go to the worker")
@@ -130,16 +142,24 @@ init there), its status mirrored back; here it stays suspended and no pod runs.`
 	return cmd
 }
 
-func runConnect(ctx context.Context, f *cli.Factory, o *ConnectOptions) error {
+// Connection reads the worker's kubeconfig and checks the flags.
+func (o *ConnectOptions) Connection() (kueue.Connection, error) {
 	if o.Wait < 0 || o.Wait > time.Hour {
-		return fmt.Errorf("--wait=%s: want 0 (do not wait) to 1h", o.Wait)
+		return kueue.Connection{}, fmt.Errorf("--wait=%s: want 0 (do not wait) to 1h", o.Wait)
 	}
 	data, err := os.ReadFile(o.WorkerKubeconfig)
 	if err != nil {
-		return fmt.Errorf("--worker-kubeconfig: %w", err)
+		return kueue.Connection{}, fmt.Errorf("--worker-kubeconfig: %w", err)
 	}
 	conn := kueue.Connection{Worker: o.WorkerName, Kubeconfig: data, ClusterQueue: o.ClusterQueue}
-	if err := conn.Validate(); err != nil {
+	return conn, conn.Validate()
+}
+
+// connectRun makes this cluster a MultiKueue manager of the worker.
+func connectRun(ctx context.Context, o *ConnectOptions) error {
+	f := o.F
+	conn, err := o.Connection()
+	if err != nil {
 		return err
 	}
 	cfg, _, err := clients(f)

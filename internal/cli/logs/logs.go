@@ -32,6 +32,7 @@ import (
 
 // Options is what `multislice logs` was asked.
 type Options struct {
+	F                 *cli.Factory
 	Namespace, JobSet string
 	// Slice and Worker select one slice (the Job's global index) and one
 	// worker (the pod's completion index); -1 is every one.
@@ -48,9 +49,12 @@ type Options struct {
 	Timestamps bool
 }
 
-// NewCmdLogs is `multislice logs`.
-func NewCmdLogs(f *cli.Factory) *cobra.Command {
-	o := Options{}
+// NewCmdLogs is `multislice logs`; runF (nil: logsRun) gets the options.
+func NewCmdLogs(f *cli.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{F: f}
+	if runF == nil {
+		runF = logsRun
+	}
 	cmd := &cobra.Command{
 		Use:   "logs JOBSET",
 		Short: "Print a JobSet's logs by slice and worker, following them across restarts",
@@ -62,7 +66,7 @@ func NewCmdLogs(f *cli.Factory) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.JobSet, o.Namespace = args[0], f.Namespace(o.Namespace)
-			return Run(cmd.Context(), f, o)
+			return runF(cmd.Context(), o)
 		},
 	}
 	fl := cmd.Flags()
@@ -78,7 +82,7 @@ func NewCmdLogs(f *cli.Factory) *cobra.Command {
 }
 
 // Validate refuses contradictory or impossible flags, naming the flag.
-func (o Options) Validate() error {
+func (o *Options) Validate() error {
 	switch {
 	case o.Slice < -1:
 		return fmt.Errorf("--slice %d: a slice index is 0 or more", o.Slice)
@@ -129,7 +133,7 @@ func (w Worker) Prefix() string {
 
 // Selects says whether o wants the pod's log: its slice, its worker, and an
 // attempt from minAttempt on (only minAttempt itself unless following).
-func (o Options) Selects(w Worker, minAttempt int) bool {
+func (o *Options) Selects(w Worker, minAttempt int) bool {
 	if (o.Slice >= 0 && w.Slice != o.Slice) || (o.Worker >= 0 && w.Worker != o.Worker) {
 		return false
 	}
@@ -150,20 +154,16 @@ func DefaultContainer(p *corev1.Pod) string {
 	return ""
 }
 
-// Run prints the logs.
-func Run(ctx context.Context, f *cli.Factory, o Options) error {
+// logsRun prints the logs.
+func logsRun(ctx context.Context, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	cfg, err := f.WorkloadConfig()
+	cs, err := o.F.Clientset()
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	c, err := f.Objects()
+	c, err := o.F.Objects()
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func Run(ctx context.Context, f *cli.Factory, o Options) error {
 	if attempt < 0 {
 		attempt = int(js.Status.Restarts)
 	}
-	p := &printer{out: f.Out, opts: o, cs: cs}
+	p := &printer{out: o.F.Out, opts: o, cs: cs}
 	if o.Follow {
 		return p.follow(ctx, c, attempt)
 	}
@@ -232,7 +232,7 @@ func sliceCount(js *api.JobSet) int {
 type printer struct {
 	mu   sync.Mutex
 	out  io.Writer
-	opts Options
+	opts *Options
 	cs   kubernetes.Interface
 }
 
@@ -314,7 +314,8 @@ func (p *printer) follow(ctx context.Context, c client.Client, fromAttempt int) 
 		return err
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	// Shutdown waits for the informer, which stops with ctx: cancel first.
+	defer func() { cancel(); factory.Shutdown() }()
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return ctx.Err()
 	}

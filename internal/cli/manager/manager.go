@@ -4,6 +4,8 @@
 package manager
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -12,25 +14,41 @@ import (
 	"github.com/multislice/multislice/internal/manager"
 )
 
-// NewCmdManager is `multislice manager`; its flags are manager.Flags.
-func NewCmdManager(f *cli.Factory) *cobra.Command {
-	var fl manager.Flags
+// Options is `multislice manager`'s command line: manager.Flags, with a
+// --config file's values under the flags given.
+type Options struct {
+	F     *cli.Factory
+	Flags manager.Flags
+}
+
+// NewCmdManager is `multislice manager`; runF (nil: managerRun) gets the
+// options once the --config file is applied.
+func NewCmdManager(f *cli.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{F: f}
+	if runF == nil {
+		runF = managerRun
+	}
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the JobSet controller and the admission webhooks",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctrl.SetLogger(zap.New(zap.WriteTo(f.Err)))
-			if err := fl.ApplyConfigFile(cmd.Flags()); err != nil {
+			if err := o.Flags.ApplyConfigFile(cmd.Flags()); err != nil {
 				return err
 			}
-			o, cfg, err := fl.Complete()
-			if err != nil {
-				return err
-			}
-			return manager.Run(cmd.Context(), cfg, o)
+			return runF(cmd.Context(), o)
 		},
 	}
-	fl.Bind(cmd.Flags())
+	o.Flags.Bind(cmd.Flags())
 	return cmd
+}
+
+// managerRun runs the manager until ctx ends.
+func managerRun(ctx context.Context, o *Options) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(o.F.Err)))
+	mo, cfg, err := o.Flags.Complete()
+	if err != nil {
+		return err
+	}
+	return manager.Run(ctx, cfg, mo)
 }

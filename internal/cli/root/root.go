@@ -3,7 +3,9 @@ package root
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -42,22 +44,31 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetOut(f.Out)
 	cmd.SetErr(f.Err)
 	f.BindClientFlags(cmd.PersistentFlags())
-	cmd.AddCommand(up.NewCmdUp(f), down.NewCmdDown(f), status.NewCmdStatus(f, nil), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f), chaos.NewCmdSimAgents(f), up.NewCmdRegistry(f), image.NewCmdImage(f), agent.NewCmdAgent(f), logs.NewCmdLogs(f), dashboard.NewCmdDashboard(f), kueue.NewCmdKueue(f))
+	cmd.AddCommand(up.NewCmdUp(f, nil), down.NewCmdDown(f, nil), status.NewCmdStatus(f, nil), nodepool.NewCmdNodepool(f),
+		manager.NewCmdManager(f, nil), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f, nil), chaos.NewCmdSimAgents(f, nil), up.NewCmdRegistry(f, nil), image.NewCmdImage(f), agent.NewCmdAgent(f, nil), logs.NewCmdLogs(f, nil), dashboard.NewCmdDashboard(f, nil), kueue.NewCmdKueue(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }
 
-// Main runs the command line args and returns the process's exit code: 0,
-// or 1 after printing the error to stderr.
+// Main runs the command line args and returns the process's exit code.
 func Main(ctx context.Context, f *cli.Factory, args []string) int {
 	cmd := NewCmdRoot(f)
 	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(f.Err, "error:", err)
-		return 1
+	return exitCode(f.Err, cmd.ExecuteContext(ctx))
+}
+
+// exitCode is err's exit code: 0 for none, a cli.ExitCode's own (printing
+// nothing), else 1 after printing the error to stderr.
+func exitCode(stderr io.Writer, err error) int {
+	var code cli.ExitCode
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
 	}
-	return 0
+	fmt.Fprintln(stderr, "error:", err)
+	return 1
 }
 
 // refuseUnknownSubcommands makes every command that only groups others

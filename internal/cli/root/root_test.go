@@ -3,6 +3,8 @@ package root
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,5 +107,23 @@ func TestCommands(t *testing.T) {
 				t.Errorf("stderr %q, want %q", errOut.String(), tc.stderr)
 			}
 		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		code   int
+		stderr string
+	}{
+		{nil, 0, ""},
+		{errors.New("no cluster"), 1, "error: no cluster\n"},
+		{cli.ExitCode(137), 137, ""},
+		{fmt.Errorf("agent: %w", cli.ExitCode(3)), 3, ""},
+	} {
+		var errOut bytes.Buffer
+		if code := exitCode(&errOut, tc.err); code != tc.code || errOut.String() != tc.stderr {
+			t.Errorf("%v: code %d, stderr %q; want %d, %q", tc.err, code, errOut.String(), tc.code, tc.stderr)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 // Options are the flags of `multislice up`.
 type Options struct {
+	F             *cli.Factory
 	FleetFile     string
 	APIServerPort int
 	Timeout       time.Duration
@@ -38,11 +39,16 @@ type Options struct {
 	KueuePodsReady time.Duration
 	// RepairDelay is how long the simulated cloud takes to recreate a broken slice.
 	RepairDelay time.Duration
+	// PrintDefaultFleet prints the default fleet instead of starting.
+	PrintDefaultFleet bool
 }
 
-// NewCmdUp is `multislice up`.
-func NewCmdUp(f *cli.Factory) *cobra.Command {
-	opts := &Options{}
+// NewCmdUp is `multislice up`; runF (nil: upRun) gets the options.
+func NewCmdUp(f *cli.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{F: f}
+	if runF == nil {
+		runF = upRun
+	}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local cluster with a simulated TPU fleet",
@@ -56,18 +62,12 @@ tpu-v4-podslice 2x2x2 pools (v4-16: two hosts of four chips) plus a spare pool,
 a CPU pool, and spare capacity for two more slices. Print it with
 --print-default-fleet; pass your own with --fleet.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if ok, _ := cmd.Flags().GetBool("print-default-fleet"); ok {
-				_, err := f.Out.Write(fleet.DefaultYAML())
-				return err
-			}
-			return Run(cmd.Context(), f, opts)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runF(cmd.Context(), opts) },
 	}
 	cmd.Flags().StringVar(&opts.FleetFile, "fleet", "", "fleet config file (default: the seed's fleet)")
 	cmd.Flags().IntVar(&opts.APIServerPort, "apiserver-port", 0, "port of kube-apiserver on 127.0.0.1 (0 picks a free one)")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 3*time.Minute, "give up if the fleet is not Ready by then")
-	cmd.Flags().Bool("print-default-fleet", false, "print the default fleet config and exit")
+	cmd.Flags().BoolVar(&opts.PrintDefaultFleet, "print-default-fleet", false, "print the default fleet config and exit")
 	cmd.Flags().DurationVar(&opts.RepairDelay, "repair-delay", 10*time.Second, "time the simulated cloud takes to recreate a broken slice")
 	cmd.Flags().StringVar(&opts.FeatureGates, "feature-gates", "", "feature gates of the Multislice manager, e.g. RestartJob=true,ElasticJobSet=true (see `multislice manager --help`)")
 	cmd.Flags().BoolVar(&opts.Kueue, "kueue", false, "also run Kueue ("+versions.Kueue+", its JobSet integration on); then `multislice kueue init` makes queues from the fleet")
@@ -77,8 +77,8 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	return cmd
 }
 
-// Run starts the cluster and provisions the fleet.
-func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
+// Validate refuses flags out of their bounds, naming the flag.
+func (opts *Options) Validate() error {
 	if _, err := features.Parse(opts.FeatureGates); err != nil {
 		return err
 	}
@@ -94,6 +94,22 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	if opts.Timeout < time.Second || opts.Timeout > time.Hour {
 		return fmt.Errorf("--timeout=%s: want 1s to 1h", opts.Timeout)
 	}
+	if opts.NoManager && opts.Manager != localcluster.ManagerOnHost {
+		return fmt.Errorf("--no-manager and --manager=%s: choose one", opts.Manager)
+	}
+	return nil
+}
+
+// upRun starts the cluster and provisions the fleet.
+func upRun(ctx context.Context, opts *Options) error {
+	f := opts.F
+	if opts.PrintDefaultFleet {
+		_, err := f.Out.Write(fleet.DefaultYAML())
+		return err
+	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
 	cfg := fleet.Default()
 	if opts.FleetFile != "" {
 		var err error
@@ -104,9 +120,6 @@ func Run(ctx context.Context, f *cli.Factory, opts *Options) error {
 	pools, err := cfg.Expand()
 	if err != nil {
 		return err
-	}
-	if opts.NoManager && opts.Manager != localcluster.ManagerOnHost {
-		return fmt.Errorf("--no-manager and --manager=%s: choose one", opts.Manager)
 	}
 	if err := localcluster.CheckManager(opts.Manager, pools); err != nil {
 		return err

@@ -1,0 +1,23 @@
+package down
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/multislice/multislice/internal/cli"
+)
+
+// With nothing running, down says so and succeeds.
+func TestDownWithNoCluster(t *testing.T) {
+	var out bytes.Buffer
+	home := t.TempDir()
+	cmd := NewCmdDown(&cli.Factory{Out: &out, HomeDir: home}, nil)
+	cmd.SetArgs(nil)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "no cluster is running in "+home) {
+		t.Errorf("printed %q", got)
+	}
+}
