@@ -64,12 +64,13 @@ func SliceHosts(n *corev1.Node) (int, bool) {
 // RequestsTPU: a container of the pod (init containers included) asks for
 // TPU chips.
 func RequestsTPU(spec corev1.PodSpec) bool {
-	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
-		if _, ok := c.Resources.Limits[TPUResource]; ok {
-			return true
-		}
-		if _, ok := c.Resources.Requests[TPUResource]; ok {
-			return true
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			_, limit := cs[i].Resources.Limits[TPUResource]
+			_, request := cs[i].Resources.Requests[TPUResource]
+			if limit || request {
+				return true
+			}
 		}
 	}
 	return false

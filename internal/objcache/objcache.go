@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/agent"
 )
 
@@ -102,8 +103,8 @@ var (
 // SlimPod keeps what is read of a pod (placement, slice repair, in-place
 // restart, the JobSet's view): its name, the labels and annotations above,
 // its node, its phase, how often its containers restarted (one status,
-// holding the highest count) and its containers' resources. A cached pod
-// is then a few hundred bytes, whatever the pod carries.
+// holding the highest count) and its containers' TPU requests and limits.
+// A cached pod is then a few hundred bytes, whatever the pod carries.
 func SlimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -119,12 +120,24 @@ func SlimPod(obj any) (any, error) {
 		slim.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: n}}
 	}
 	for _, c := range p.Spec.Containers {
-		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
+		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Resources: tpuOnly(c.Resources)})
 	}
 	for _, c := range p.Spec.InitContainers {
-		slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: c.Name, Resources: c.Resources})
+		slim.Spec.InitContainers = append(slim.Spec.InitContainers, corev1.Container{Name: c.Name, Resources: tpuOnly(c.Resources)})
 	}
 	return slim, nil
+}
+
+// tpuOnly is r's TPU chips: what placement reads of a pod's resources
+// (gke.RequestsTPU).
+func tpuOnly(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	keep := func(l corev1.ResourceList) corev1.ResourceList {
+		if q, ok := l[gke.TPUResource]; ok {
+			return corev1.ResourceList{gke.TPUResource: q}
+		}
+		return nil
+	}
+	return corev1.ResourceRequirements{Limits: keep(r.Limits), Requests: keep(r.Requests)}
 }
 
 func pick(m map[string]string, keys []string) map[string]string {

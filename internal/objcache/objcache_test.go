@@ -22,7 +22,9 @@ func TestSlimPodKeepsWhatIsRead(t *testing.T) {
 			"job-name": "w", batchv1.JobNameLabel: "w", api.JobSetNameKey: "js", "team": "a"},
 			Annotations: map[string]string{"big": strings.Repeat("x", 4096), batchv1.JobCompletionIndexAnnotation: "3"}},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Image: "python",
-			Env: []corev1.EnvVar{{Name: "TPU_WORKER_HOSTNAMES", Value: strings.Repeat("h,", 500)}}, Resources: tpu}}},
+			Env: []corev1.EnvVar{{Name: "TPU_WORKER_HOSTNAMES", Value: strings.Repeat("h,", 500)}}, Resources: corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{gke.TPUResource: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	got, err := SlimPod(pod)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/multislice/multislice/internal/gke"
@@ -86,14 +85,11 @@ type Result struct {
 }
 
 // Assign picks a distinct free, healthy, complete and suitable domain for
-// every Job, or none at all.
+// every Job, or none at all. A success reads only the free domains it tries;
+// only a failure looks at every domain, to say whether any could ever fit.
 func Assign(req Request, domains []Domain) Result {
 	if len(req.Jobs) == 0 {
 		return Result{Domains: map[string]string{}}
-	}
-	if countFits(req.Jobs[0], domains) == 0 {
-		return Result{Why: fmt.Sprintf("none of the cluster's %d domains suits it: it needs %s whose nodes all match the nodeSelector%s and are tolerated; nothing fits until one exists, so check the template",
-			len(domains), describe(req), selectorText(req.Jobs[0].NodeSelector))}
 	}
 	usable := make([]Domain, 0, len(domains))
 	for _, d := range domains {
@@ -101,12 +97,27 @@ func Assign(req Request, domains []Domain) Result {
 			usable = append(usable, d)
 		}
 	}
-	if !req.SameGroup {
-		if got := match(req.Jobs, usable); got != nil {
-			return Result{Domains: got}
-		}
-		return Result{Why: fmt.Sprintf("needs %d free %s; %d are free", len(req.Jobs), describe(req), countFits(req.Jobs[0], usable))}
+	var got map[string]string
+	var why string
+	if req.SameGroup {
+		got, why = matchInOneGroup(req, usable)
+	} else if got = match(req.Jobs, usable); got == nil {
+		why = fmt.Sprintf("needs %d free %s; %d are free", len(req.Jobs), describe(req), countFits(req.Jobs[0], usable))
 	}
+	switch {
+	case got != nil:
+		return Result{Domains: got}
+	case !anyFits(req.Jobs[0], domains):
+		return Result{Why: fmt.Sprintf("none of the cluster's %d domains suits it: it needs %s whose nodes all match the nodeSelector%s and are tolerated; nothing fits until one exists, so check the template",
+			len(domains), describe(req), selectorText(req.Jobs[0].NodeSelector))}
+	}
+	return Result{Why: why}
+}
+
+// matchInOneGroup matches the Jobs within one multislice group: the group
+// with the fewest suitable free domains that still fits (best fit), so
+// large groups stay whole for large workloads.
+func matchInOneGroup(req Request, usable []Domain) (map[string]string, string) {
 	groups := map[string][]Domain{}
 	for _, d := range usable {
 		if d.Group != "" {
@@ -114,14 +125,13 @@ func Assign(req Request, domains []Domain) Result {
 		}
 	}
 	names := make([]string, 0, len(groups))
-	for g := range groups {
+	fitting := make(map[string]int, len(groups))
+	for g, ds := range groups {
 		names = append(names, g)
+		fitting[g] = countFits(req.Jobs[0], ds)
 	}
-	// Best fit: the group with the fewest suitable free domains that still
-	// fits, so large groups stay whole for large workloads.
 	sort.Slice(names, func(i, j int) bool {
-		ci, cj := countFits(req.Jobs[0], groups[names[i]]), countFits(req.Jobs[0], groups[names[j]])
-		if ci != cj {
+		if ci, cj := fitting[names[i]], fitting[names[j]]; ci != cj {
 			return ci < cj
 		}
 		return names[i] < names[j]
@@ -129,19 +139,17 @@ func Assign(req Request, domains []Domain) Result {
 	best, bestName := 0, ""
 	for _, g := range names {
 		if got := match(req.Jobs, groups[g]); got != nil {
-			return Result{Domains: got}
+			return got, ""
 		}
-		if n := countFits(req.Jobs[0], groups[g]); n > best {
-			best, bestName = n, g
+		if fitting[g] > best {
+			best, bestName = fitting[g], g
 		}
 	}
 	why := fmt.Sprintf("needs %d free %s in one multislice group; ", len(req.Jobs), describe(req))
 	if bestName == "" {
-		why += "no group has one free"
-	} else {
-		why += fmt.Sprintf("best group %s has %d", bestName, best)
+		return nil, why + "no group has one free"
 	}
-	return Result{Why: why}
+	return nil, why + fmt.Sprintf("best group %s has %d", bestName, best)
 }
 
 // match assigns distinct domains to jobs, preferring each Job's previous
@@ -189,9 +197,19 @@ func fits(j JobRequest, d Domain) bool {
 	if j.RequestsTPU && len(d.Nodes) < j.Pods {
 		return false
 	}
-	sel := labels.SelectorFromSet(j.NodeSelector)
 	for _, n := range d.Nodes {
-		if !sel.Matches(labels.Set(n.Labels)) || !tolerates(j, n.Taints) {
+		if !selects(j.NodeSelector, n.Labels) || !tolerates(j, n.Taints) {
+			return false
+		}
+	}
+	return true
+}
+
+// selects: the node has every label of the nodeSelector, with its value
+// (the scheduler's reading of a nodeSelector).
+func selects(nodeSelector, nodeLabels map[string]string) bool {
+	for k, v := range nodeSelector {
+		if got, ok := nodeLabels[k]; !ok || got != v {
 			return false
 		}
 	}
@@ -216,6 +234,15 @@ func tolerates(j JobRequest, taints []corev1.Taint) bool {
 		}
 	}
 	return true
+}
+
+func anyFits(j JobRequest, domains []Domain) bool {
+	for _, d := range domains {
+		if fits(j, d) {
+			return true
+		}
+	}
+	return false
 }
 
 func countFits(j JobRequest, domains []Domain) int {

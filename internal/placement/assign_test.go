@@ -82,6 +82,16 @@ func TestAssign(t *testing.T) {
 			r.Jobs[0].NodeSelector[gke.TopologyLabel] = "2x2x4"
 			return r
 		}(), domains: func() []Domain { return fleet("g1:2") }, why: "none of the cluster's 2 domains suits it: it needs 2x2x4 pools (2 hosts each) whose nodes all match the nodeSelector (cloud.google.com/gke-tpu-topology=2x2x4)"},
+		{name: "a selected label must exist, even with an empty value", req: func() Request {
+			r := slices("a", 1, false)
+			r.Jobs[0].NodeSelector["team"] = ""
+			return r
+		}(), domains: func() []Domain { return fleet("g1:2") }, why: "none of the cluster's 2 domains suits it"},
+		{name: "nothing suits, in one group too", req: func() Request {
+			r := slices("a", 2, true)
+			r.Jobs[0].NodeSelector[gke.TopologyLabel] = "4x4x4"
+			return r
+		}(), domains: func() []Domain { return fleet("g1:4") }, why: "none of the cluster's 4 domains suits it"},
 		{name: "untolerated taint", req: func() Request {
 			r := slices("a", 1, false)
 			r.Jobs[0].RequestsTPU = false

@@ -4,17 +4,65 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
+
+// wakeWindow spaces a waiting JobSet's looks: the first wake in a window
+// makes it look at once, the later ones once at the window's end, so a
+// burst of changes (another JobSet's thousands of pods going) costs each
+// waiting JobSet two looks, not one per change.
+const wakeWindow = time.Second
+
+// wakes remembers when each JobSet was last woken at once (memory only:
+// a restarted manager wakes every JobSet anyway).
+type wakes struct {
+	mu    sync.Mutex
+	first map[types.NamespacedName]time.Time
+}
+
+// delay is how long the wake of key at now waits: 0 opens a window, else
+// the rest of the open one.
+func (w *wakes) delay(key types.NamespacedName, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.first[key]; ok && now.Sub(t) < wakeWindow {
+		return wakeWindow - now.Sub(t)
+	}
+	for k, t := range w.first { // a new window: forget the closed ones
+		if now.Sub(t) >= wakeWindow {
+			delete(w.first, k)
+		}
+	}
+	if w.first == nil {
+		w.first = map[types.NamespacedName]time.Time{}
+	}
+	w.first[key] = now
+	return 0
+}
+
+// handler enqueues each woken JobSet after its delay; the queue keeps one
+// pending add per JobSet.
+func (w *wakes) handler() handler.EventHandler {
+	return handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		key := client.ObjectKeyFromObject(e.Object)
+		q.AddAfter(reconcile.Request{NamespacedName: key}, w.delay(key, time.Now()))
+	}}
+}
 
 // feedDomains keeps r.Domains current from the manager's informers of
 // Nodes, child Jobs and pods, and makes a domain that frees up wake the

@@ -24,7 +24,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -95,14 +94,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Owns(&corev1.Service{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.Domains != nil {
-		// Waiting JobSets start as soon as the domain cache sees capacity
-		// free up: a JobSet releases its domains, a pinned Job or a pod
-		// goes, a node becomes fit for work.
+		// Waiting JobSets look again as soon as the domain cache sees
+		// capacity free up (a JobSet releases its domains, a pinned Job or
+		// a pod goes, a node becomes fit for work), at most twice a second.
 		wake, err := r.feedDomains(mgr)
 		if err != nil {
 			return err
 		}
-		b = b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(wake, (&wakes{}).handler()))
 	}
 	if r.Gates.WorkloadAwareScheduling {
 		b = b.Owns(&schedulingv1beta1.Workload{}).Owns(&schedulingv1beta1.PodGroup{})
