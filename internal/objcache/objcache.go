@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/agent"
+	"github.com/multislice/multislice/internal/gke"
 )
 
 // Scheme knows Kubernetes' built-in kinds, scheduling.k8s.io/v1beta1

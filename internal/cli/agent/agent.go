@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,10 +70,7 @@ func agentRun(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
-	// The process's own handler makes SIGTERM cancel ctx; this keeps a
-	// test's context and SIGINT alike.
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// ctx ends on SIGINT or SIGTERM (cmd/multislice's handler).
 	code, err := agent.Run(ctx, cfg, ao)
 	if err != nil && ctx.Err() == nil {
 		return err
