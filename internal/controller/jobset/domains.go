@@ -22,45 +22,74 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
 
-// wakeWindow spaces a waiting JobSet's looks: the first wake in a window
-// makes it look at once, the later ones once at the window's end, so a
-// burst of changes (another JobSet's thousands of pods going) costs each
-// waiting JobSet two looks, not one per change.
-const wakeWindow = time.Second
+// wakeQuiet and wakeMaxWait shape a waiting JobSet's looks: it looks once
+// the wakes pause for wakeQuiet, and at least every wakeMaxWait while they
+// do not. The end of a small change (another JobSet's eight pods going) is
+// seen wakeQuiet after it; a burst (its thousands of pods going) costs a
+// look a second, not one per change.
+const (
+	wakeQuiet   = 100 * time.Millisecond
+	wakeMaxWait = time.Second
+)
 
-// wakes remembers when each JobSet was last woken at once (memory only:
-// a restarted manager wakes every JobSet anyway).
-type wakes struct {
-	mu    sync.Mutex
-	first map[types.NamespacedName]time.Time
+// pendingWake is a JobSet's wakes not acted on yet: the first and the last.
+type pendingWake struct{ first, last time.Time }
+
+// due says whether a pending wake is acted on at now, else how long until.
+func due(p pendingWake, now time.Time) (bool, time.Duration) {
+	at := p.last.Add(wakeQuiet)
+	if maxAt := p.first.Add(wakeMaxWait); maxAt.Before(at) {
+		at = maxAt
+	}
+	if !now.Before(at) {
+		return true, 0
+	}
+	return false, at.Sub(now)
 }
 
-// delay is how long the wake of key at now waits: 0 opens a window, else
-// the rest of the open one.
-func (w *wakes) delay(key types.NamespacedName, now time.Time) time.Duration {
+// wakes holds the pending wakes (memory only: a restarted manager looks
+// at every JobSet anyway).
+type wakes struct {
+	mu      sync.Mutex
+	pending map[types.NamespacedName]*pendingWake
+}
+
+// wake records a wake of key; look runs once it is due.
+func (w *wakes) wake(key types.NamespacedName, look func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if t, ok := w.first[key]; ok && now.Sub(t) < wakeWindow {
-		return wakeWindow - now.Sub(t)
+	if p, ok := w.pending[key]; ok {
+		p.last = time.Now() // its timer is running
+		return
 	}
-	for k, t := range w.first { // a new window: forget the closed ones
-		if now.Sub(t) >= wakeWindow {
-			delete(w.first, k)
-		}
+	if w.pending == nil {
+		w.pending = map[types.NamespacedName]*pendingWake{}
 	}
-	if w.first == nil {
-		w.first = map[types.NamespacedName]time.Time{}
-	}
-	w.first[key] = now
-	return 0
+	now := time.Now()
+	w.pending[key] = &pendingWake{first: now, last: now}
+	time.AfterFunc(wakeQuiet, func() { w.check(key, look) })
 }
 
-// handler enqueues each woken JobSet after its delay; the queue keeps one
-// pending add per JobSet.
+// check acts on key's pending wake if it is due, else checks again then.
+func (w *wakes) check(key types.NamespacedName, look func()) {
+	w.mu.Lock()
+	ok, wait := due(*w.pending[key], time.Now())
+	if ok {
+		delete(w.pending, key)
+	}
+	w.mu.Unlock()
+	if !ok {
+		time.AfterFunc(wait, func() { w.check(key, look) })
+		return
+	}
+	look()
+}
+
+// handler enqueues each woken JobSet when its wake is due.
 func (w *wakes) handler() handler.EventHandler {
 	return handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		key := client.ObjectKeyFromObject(e.Object)
-		q.AddAfter(reconcile.Request{NamespacedName: key}, w.delay(key, time.Now()))
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
+		w.wake(req.NamespacedName, func() { q.Add(req) })
 	}}
 }
 

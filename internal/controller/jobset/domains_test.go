@@ -1,36 +1,61 @@
 package jobset
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The first wake in a window is at once, later ones at its end; a wake
-// after the window opens a new one; JobSets have their own windows.
-func TestWakeDelay(t *testing.T) {
-	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
+// A pending wake is due once the wakes pause for wakeQuiet, or wakeMaxWait
+// after the first, whichever comes first.
+func TestWakeDue(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
-	w := &wakes{}
-	for _, step := range []struct {
-		key  types.NamespacedName
-		at   time.Duration
-		want time.Duration
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	for _, tc := range []struct {
+		name        string
+		first, last time.Duration
+		now         time.Duration
+		due         bool
+		wait        time.Duration
 	}{
-		{a, 0, 0},
-		{a, 100 * time.Millisecond, 900 * time.Millisecond},
-		{a, 999 * time.Millisecond, time.Millisecond},
-		{b, 500 * time.Millisecond, 0},
-		{a, time.Second, 0},
-		{b, 1200 * time.Millisecond, 300 * time.Millisecond},
-		{a, 3 * time.Second, 0},
+		{"one wake, just now", 0, 0, 0, false, 100 * time.Millisecond},
+		{"one wake, quiet since", 0, 0, 100 * time.Millisecond, true, 0},
+		{"wakes still coming", 0, 500 * time.Millisecond, 550 * time.Millisecond, false, 50 * time.Millisecond},
+		{"a pause after a burst", 0, 500 * time.Millisecond, 600 * time.Millisecond, true, 0},
+		{"a burst that does not pause", 0, 950 * time.Millisecond, 960 * time.Millisecond, false, 40 * time.Millisecond},
+		{"at most a second", 0, 990 * time.Millisecond, time.Second, true, 0},
 	} {
-		if got := w.delay(step.key, t0.Add(step.at)); got != step.want {
-			t.Errorf("wake of %s at +%s waits %s, want %s", step.key.Name, step.at, got, step.want)
+		due, wait := due(pendingWake{first: at(tc.first), last: at(tc.last)}, at(tc.now))
+		if due != tc.due || wait != tc.wait {
+			t.Errorf("%s: due %v, wait %s; want %v, %s", tc.name, due, wait, tc.due, tc.wait)
 		}
 	}
-	if len(w.first) != 1 {
-		t.Errorf("%d windows remembered after the others closed, want 1", len(w.first))
+}
+
+// A burst of wakes of one JobSet makes one look, soon after it ends.
+func TestWakesCoalesce(t *testing.T) {
+	var w wakes
+	var looks atomic.Int32
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	for range 20 {
+		w.wake(key, func() { looks.Add(1) })
+		time.Sleep(5 * time.Millisecond)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for looks.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // no second look follows
+	if n := looks.Load(); n != 1 {
+		t.Errorf("%d looks after a burst of 20 wakes, want 1", n)
+	}
+	w.wake(key, func() { looks.Add(1) }) // a later wake looks again
+	for looks.Load() == 1 && time.Now().Before(deadline.Add(5*time.Second)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := looks.Load(); n != 2 {
+		t.Errorf("%d looks after a later wake, want 2", n)
 	}
 }

@@ -96,7 +96,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Domains != nil {
 		// Waiting JobSets look again as soon as the domain cache sees
 		// capacity free up (a JobSet releases its domains, a pinned Job or
-		// a pod goes, a node becomes fit for work), at most twice a second.
+		// a pod goes, a node becomes fit for work), once those changes pause
+		// (wakes).
 		wake, err := r.feedDomains(mgr)
 		if err != nil {
 			return err
