@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/nodepool"
 	"github.com/multislice/multislice/internal/outage"
 	"github.com/multislice/multislice/internal/sim"
 	"github.com/multislice/multislice/internal/sim/cloud"
@@ -80,7 +81,7 @@ func NewCmdFault(f *cli.Factory, kind string, runF func(context.Context, *FaultO
 }
 
 func faultRun(ctx context.Context, o *FaultOptions) error {
-	c, err := open(ctx, o.F, "multislice chaos "+o.Kind)
+	c, err := nodepool.OpenCloud(ctx, o.F, "multislice chaos "+o.Kind)
 	if err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func NewCmdCapacity(f *cli.Factory, runF func(context.Context, *CapacityOptions)
 }
 
 func capacityRun(ctx context.Context, o *CapacityOptions) error {
-	c, err := open(ctx, o.F, "multislice chaos capacity")
+	c, err := nodepool.OpenCloud(ctx, o.F, "multislice chaos capacity")
 	if err != nil {
 		return err
 	}
@@ -129,15 +130,6 @@ func capacityRun(ctx context.Context, o *CapacityOptions) error {
 	}
 	fmt.Fprintf(o.F.Out, "%d %s hosts unavailable\n", o.Unavailable, o.Accelerator)
 	return nil
-}
-
-// open is the local cluster's simulated cloud, acting as who.
-func open(ctx context.Context, f *cli.Factory, who string) (*cloud.Cloud, error) {
-	client, _, err := f.Client()
-	if err != nil {
-		return nil, err
-	}
-	return cloud.Open(ctx, client, who)
 }
 
 // CloudRepairOptions is `multislice cloud-repair`'s command line.
