@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +17,6 @@ import (
 )
 
 func TestSlimPodKeepsWhatIsRead(t *testing.T) {
-	tpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{gke.TPUResource: resource.MustParse("4")}}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: "ns", Labels: map[string]string{
 			"job-name": "w", batchv1.JobNameLabel: "w", api.JobSetNameKey: "js", "team": "a"},
@@ -35,11 +35,67 @@ func TestSlimPodKeepsWhatIsRead(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: "ns", Labels: map[string]string{
 			"job-name": "w", batchv1.JobNameLabel: "w", api.JobSetNameKey: "js"},
 			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "3"}},
-		Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Resources: tpu}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "tpu",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{gke.TPUResource: resource.MustParse("4")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("SlimPod:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestSlimPodsShareTheirContainers: pods asking for as many chips share
+// one container slice; a pod asking for none keeps no container.
+func TestSlimPodsShareTheirContainers(t *testing.T) {
+	pod := func(init bool, list func(corev1.ResourceList) corev1.ResourceRequirements, chips string) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "sidecar"}}}}
+		c := corev1.Container{Name: "main"}
+		if chips != "" {
+			c.Resources = list(corev1.ResourceList{gke.TPUResource: resource.MustParse(chips)})
+		}
+		if init {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+		} else {
+			p.Spec.Containers = append(p.Spec.Containers, c)
+		}
+		return p
+	}
+	limits := func(l corev1.ResourceList) corev1.ResourceRequirements { return corev1.ResourceRequirements{Limits: l} }
+	requests := func(l corev1.ResourceList) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: l}
+	}
+	slim := func(p *corev1.Pod) []corev1.Container {
+		o, _ := SlimPod(p)
+		return o.(*corev1.Pod).Spec.Containers
+	}
+	a, b, c := slim(pod(false, limits, "4")), slim(pod(true, requests, "4")), slim(pod(false, requests, "8"))
+	if len(a) != 1 || &a[0] != &b[0] || &a[0] == &c[0] {
+		t.Errorf("4 chips by limit and by request should share one slice, 8 chips another: %v %v %v", a, b, c)
+	}
+	if q := c[0].Resources.Requests[gke.TPUResource]; q.Value() != 8 || !gke.RequestsTPU(corev1.PodSpec{Containers: c}) {
+		t.Errorf("the slim pod asks for %v TPU chips, want 8", q.String())
+	}
+	if got := slim(pod(false, limits, "")); got != nil {
+		t.Errorf("a pod asking for no TPU kept containers %v", got)
+	}
+}
+
+// TestSlimNodesShareLabelStrings: two nodes' equal labels are one copy.
+func TestSlimNodesShareLabelStrings(t *testing.T) {
+	node := func(name string) *corev1.Node {
+		// Fresh strings, as each decoded node has.
+		pool := strings.Clone("np-0")
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			strings.Clone(gke.NodePoolLabel): pool, "kubernetes.io/hostname": strings.Clone(name)}}}
+	}
+	a, _ := SlimNode(node("h0"))
+	b, _ := SlimNode(node("h1"))
+	la, lb := a.(*corev1.Node).Labels, b.(*corev1.Node).Labels
+	if unsafe.StringData(la[gke.NodePoolLabel]) != unsafe.StringData(lb[gke.NodePoolLabel]) {
+		t.Error("the pool label's value is two copies")
+	}
+	if la["kubernetes.io/hostname"] != "h0" || lb["kubernetes.io/hostname"] != "h1" || len(la) != 2 {
+		t.Errorf("labels changed: %v %v", la, lb)
 	}
 }
 

@@ -109,7 +109,7 @@ func createRun(ctx context.Context, o *CreateOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := OpenCloud(ctx, o.F, "nodepool create")
+	c, err := OpenCloud(ctx, o.F, "multislice nodepool create")
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func NewCmdUpdate(f *cli.Factory, runF func(context.Context, *UpdateOptions) err
 }
 
 func updateRun(ctx context.Context, o *UpdateOptions) error {
-	c, err := OpenCloud(ctx, o.F, "nodepool update")
+	c, err := OpenCloud(ctx, o.F, "multislice nodepool update")
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func NewCmdDelete(f *cli.Factory, runF func(context.Context, *DeleteOptions) err
 }
 
 func deleteRun(ctx context.Context, o *DeleteOptions) error {
-	c, err := OpenCloud(ctx, o.F, "nodepool delete")
+	c, err := OpenCloud(ctx, o.F, "multislice nodepool delete")
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func NewCmdList(f *cli.Factory, runF func(context.Context, *ListOptions) error) 
 }
 
 func listRun(ctx context.Context, o *ListOptions) error {
-	c, err := OpenCloud(ctx, o.F, "nodepool list")
+	c, err := OpenCloud(ctx, o.F, "multislice nodepool list")
 	if err != nil {
 		return err
 	}
@@ -304,7 +304,7 @@ func statusRun(ctx context.Context, o *StatusOptions) error {
 	if err != nil {
 		return fmt.Errorf("-l %q: %w", selector, err)
 	}
-	c, err := OpenCloud(ctx, f, "nodepool status")
+	c, err := OpenCloud(ctx, f, "multislice nodepool status")
 	if err != nil {
 		return err
 	}
