@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -109,6 +110,55 @@ func (p Plan) ForJob(rj string, index int) *Group {
 		}
 	}
 	return nil
+}
+
+// Resized says what of was, the plan a running JobSet's objects were
+// made from, its resized replicated jobs (ElasticJobSet) would change that
+// Kubernetes 1.37 keeps immutable: a template of the Workload, or the
+// minCount of a group both plans have. Each entry names the replicated
+// jobs it concerns. Groups only added (new Jobs, a group each) or gone
+// (Jobs removed) change nothing made.
+func Resized(was, now Plan) []Change {
+	var out []Change
+	templates := map[string]schedulingv1beta1.PodGroupTemplate{}
+	for _, t := range was.Templates {
+		templates[t.Name] = t
+	}
+	for _, t := range now.Templates {
+		if old, ok := templates[t.Name]; !ok || !equality.Semantic.DeepEqual(old, t) {
+			out = append(out, Change{What: fmt.Sprintf("the Workload's group template %q", t.Name), ReplicatedJobs: now.templateTargets(t.Name)})
+		}
+	}
+	groups := map[string]Group{}
+	for _, g := range was.Groups {
+		groups[g.Name] = g
+	}
+	for _, g := range now.Groups {
+		if old, ok := groups[g.Name]; ok && old.MinCount != g.MinCount {
+			out = append(out, Change{What: fmt.Sprintf("PodGroup %s's minCount (%d to %d)", g.Name, old.MinCount, g.MinCount), ReplicatedJobs: g.ReplicatedJobs})
+		}
+	}
+	return out
+}
+
+// Change is one immutable thing a resize would change (Resized).
+type Change struct {
+	What           string
+	ReplicatedJobs []string
+}
+
+func (p Plan) templateTargets(template string) []string {
+	var out []string
+	for _, g := range p.Groups {
+		if g.Template == template {
+			for _, rj := range g.ReplicatedJobs {
+				if !slices.Contains(out, rj) {
+					out = append(out, rj)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // WorkloadObject is the plan's Workload, which js controls.

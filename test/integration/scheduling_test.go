@@ -26,6 +26,7 @@ import (
 func TestWorkloadAwareScheduling(t *testing.T) {
 	gates := features.Defaults()
 	gates.WorkloadAwareScheduling = true
+	gates.ElasticJobSet = true
 	env := framework.StartEnv(t, gates)
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -110,6 +111,37 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 	framework.Eventually(t, wait, func(context.Context) (bool, string) {
 		return len(groups()) == 4, fmt.Sprintf("PodGroups %v", groups())
 	})
+
+	// Resized while it runs (ElasticJobSet): a Job fewer, its group goes;
+	// what a group it keeps would have to follow is refused.
+	resize := func(rj int, replicas, parallelism int32) error {
+		cur := env.Get(t, ns, "train")
+		r := &cur.Spec.ReplicatedJobs[rj]
+		r.Replicas, r.Template.Spec.Parallelism, r.Template.Spec.Completions = replicas, ptr.To(parallelism), ptr.To(parallelism)
+		return env.Client.Update(ctx, cur)
+	}
+	if err := resize(1, 2, 2); err != nil {
+		t.Fatalf("a slice fewer: %v", err)
+	}
+	framework.Eventually(t, wait, func(context.Context) (bool, string) {
+		var l schedulingv1beta1.PodGroupList
+		if err := env.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for i := range l.Items {
+			if g := &l.Items[i]; g.DeletionTimestamp != nil && len(g.Finalizers) > 0 {
+				g.Finalizers = nil // PodGroup protection, as above
+				_ = env.Client.Update(ctx, g)
+			}
+		}
+		return len(groups()) == 3, fmt.Sprintf("PodGroups %v, want the driver's and two slices'", groups())
+	})
+	if err := resize(1, 2, 3); err == nil || !strings.Contains(err.Error(), `spec.replicatedJobs[1]: Forbidden: resizing it would change the Workload's group template "slice"`) {
+		t.Errorf("more pods per slice, each slice's gang of 2 immutable: %v", err)
+	}
+	if err := resize(0, 2, 1); err == nil || !strings.Contains(err.Error(), "spec.replicatedJobs[0]: Forbidden: resizing it would change PodGroup ") {
+		t.Errorf("a second driver, the driver group's gang of 1 immutable: %v", err)
+	}
 
 	// Immutable while it runs.
 	cur := env.Get(t, ns, "train")

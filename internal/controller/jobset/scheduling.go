@@ -38,9 +38,23 @@ type SchedulingObjects struct {
 	Workload bool
 	// PodGroups are the names of the PodGroups the JobSet controls.
 	PodGroups map[string]bool
-	// Going: some are being deleted (a PodGroup waits for its pods to
-	// go, kube-controller-manager's PodGroup protection).
-	Going bool
+	// Going names those being deleted (a PodGroup waits for its pods to
+	// go, kube-controller-manager's PodGroup protection): their names are
+	// taken until they have gone.
+	Going map[string]bool
+}
+
+// waitsFor: a name the plan needs is still going.
+func (have *SchedulingObjects) waitsFor(plan podgroups.Plan) bool {
+	if have.Going[plan.Workload] {
+		return true
+	}
+	for _, g := range plan.Groups {
+		if have.Going[g.Name] {
+			return true
+		}
+	}
+	return false
 }
 
 // schedule fits the plan to spec.scheduling (KEP-969): a running JobSet
@@ -75,7 +89,7 @@ func schedule(o Observed, p *Plan, e *statusEditor, suspended bool) {
 		return
 	}
 	waiting := meta.FindStatusCondition(js.Status.Conditions, string(ChildJobsCreated))
-	if have.Going {
+	if have.waitsFor(plan) {
 		// A resumed JobSet's groups of before are still going: their
 		// names are taken until they have gone (their delete event
 		// requeues the JobSet), and the Jobs wait for the new ones.
@@ -92,11 +106,21 @@ func schedule(o Observed, p *Plan, e *statusEditor, suspended bool) {
 	if !have.Workload {
 		p.Workload = plan.WorkloadObject(js)
 	}
+	planned := map[string]bool{}
 	for _, g := range plan.Groups {
+		planned[g.Name] = true
 		if !have.PodGroups[g.Name] {
 			p.PodGroups = append(p.PodGroups, plan.PodGroupObject(js, g))
 		}
 	}
+	// A group whose Job is no more (fewer Jobs, ElasticJobSet) goes; it
+	// is gone once its pods are.
+	for name := range have.PodGroups {
+		if !planned[name] {
+			p.DeletePodGroups = append(p.DeletePodGroups, name)
+		}
+	}
+	sort.Strings(p.DeletePodGroups)
 }
 
 // joinGroup points a new child Job's pods at their PodGroup.
@@ -113,13 +137,15 @@ func joinGroup(plan podgroups.Plan, j *batchv1.Job) {
 // observeScheduling reads which of the JobSet's scheduling objects exist
 // (the cache holds those JobSets own).
 func (r *Reconciler) observeScheduling(ctx context.Context, js *api.JobSet) (*SchedulingObjects, error) {
-	have := &SchedulingObjects{PodGroups: map[string]bool{}}
+	have := &SchedulingObjects{PodGroups: map[string]bool{}, Going: map[string]bool{}}
 	var w schedulingv1beta1.Workload
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: podgroups.WorkloadName(js)}, &w)
 	switch {
 	case err == nil:
-		have.Going = w.DeletionTimestamp != nil
-		have.Workload = metav1.IsControlledBy(&w, js) && !have.Going
+		if w.DeletionTimestamp != nil {
+			have.Going[w.Name] = true
+		}
+		have.Workload = metav1.IsControlledBy(&w, js) && w.DeletionTimestamp == nil
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read the Workload: %w", err)
 	}
@@ -131,7 +157,7 @@ func (r *Reconciler) observeScheduling(ctx context.Context, js *api.JobSet) (*Sc
 	for i := range groups.Items {
 		switch g := &groups.Items[i]; {
 		case g.DeletionTimestamp != nil:
-			have.Going = true
+			have.Going[g.Name] = true
 		case metav1.IsControlledBy(g, js):
 			have.PodGroups[g.Name] = true
 		}

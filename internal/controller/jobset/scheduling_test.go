@@ -1,6 +1,7 @@
 package jobset
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,16 +34,21 @@ func TestDecideScheduling(t *testing.T) {
 		workload          bool
 		podGroups, create int
 		deleted           bool
+		gone              []string // PodGroups deleted while running
 		refused           string
 	}{
 		{name: "fresh", js: jobSet(3, perJob), workload: true, podGroups: 3, create: 3},
 		{name: "one group gone", js: jobSet(3, perJob), have: SchedulingObjects{Workload: true, PodGroups: map[string]bool{plan.Groups[0].Name: true, plan.Groups[1].Name: true}},
 			podGroups: 1, create: 3},
 		{name: "all there", js: jobSet(3, perJob), have: SchedulingObjects{Workload: true, PodGroups: allGroups}, create: 3},
+		{name: "a group of a Job no more still going: the others go on", js: jobSet(2, perJob), have: SchedulingObjects{Workload: true,
+			PodGroups: map[string]bool{plan.Groups[0].Name: true, plan.Groups[1].Name: true}, Going: map[string]bool{plan.Groups[2].Name: true}}, create: 2},
+		{name: "fewer Jobs (ElasticJobSet): the last one's group goes", js: jobSet(2, perJob), have: SchedulingObjects{Workload: true, PodGroups: allGroups},
+			create: 2, gone: []string{plan.Groups[2].Name}},
 		{name: "suspended with its objects", js: jobSet(3, perJob, func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }),
 			have: SchedulingObjects{Workload: true, PodGroups: allGroups}, deleted: true, create: 3},
 		{name: "suspended with none", js: jobSet(3, perJob, func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }), create: 3},
-		{name: "resumed while the old groups go", js: jobSet(3, perJob), have: SchedulingObjects{Going: true},
+		{name: "resumed while the old groups go", js: jobSet(3, perJob), have: SchedulingObjects{Going: map[string]bool{plan.Groups[1].Name: true}},
 			refused: "False WaitingForPodGroupsToGo: the Jobs wait for the PodGroups of before to go"},
 		{name: "the old groups gone", js: jobSet(3, perJob, func(js *api.JobSet) {
 			js.Status.Conditions = []metav1.Condition{{Type: string(ChildJobsCreated), Status: metav1.ConditionFalse, Reason: PodGroupsGoingReason}}
@@ -56,6 +62,9 @@ func TestDecideScheduling(t *testing.T) {
 			p := Decide(Observed{JobSet: tc.js, ServiceExists: true, Now: now, Scheduling: &have})
 			if (p.Workload != nil) != tc.workload || len(p.PodGroups) != tc.podGroups || len(p.Create) != tc.create || (p.DeleteWorkload != "" && len(p.DeletePodGroups) == 3) != tc.deleted {
 				t.Fatalf("workload %v, %d PodGroups, %d Jobs, delete %v", p.Workload != nil, len(p.PodGroups), len(p.Create), p.DeletePodGroups)
+			}
+			if !tc.deleted && !slices.Equal(p.DeletePodGroups, tc.gone) {
+				t.Errorf("PodGroups deleted %v, want %v", p.DeletePodGroups, tc.gone)
 			}
 			if c := meta.FindStatusCondition(p.Status.Conditions, string(ChildJobsCreated)); tc.refused != "" &&
 				(c == nil || !strings.HasPrefix(string(c.Status)+" "+c.Reason+": "+c.Message, tc.refused)) {

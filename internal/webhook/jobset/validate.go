@@ -322,6 +322,9 @@ func ValidateUpdate(old, js *api.JobSet, gates features.Gates) field.ErrorList {
 	if !suspended && !apiequality.Semantic.DeepEqual(old.Spec.Scheduling, js.Spec.Scheduling) {
 		errs = append(errs, field.Forbidden(spec.Child("scheduling"), "is immutable while the JobSet runs: suspend it first (its Workload and PodGroups go, and come back as the new spec.scheduling says when it resumes)"))
 	}
+	if gates.ElasticJobSet && gates.WorkloadAwareScheduling && !suspended && old.Spec.Scheduling != nil {
+		errs = append(errs, validateGangResize(old, js)...)
+	}
 	olds := map[string]*api.ReplicatedJob{}
 	for i := range old.Spec.ReplicatedJobs {
 		olds[old.Spec.ReplicatedJobs[i].Name] = &old.Spec.ReplicatedJobs[i]
@@ -399,6 +402,35 @@ func validateElastic(old *api.JobSet, o, rj *api.ReplicatedJob, p *field.Path) f
 	}
 	if rChanged && rj.Replicas < 1 {
 		errs = append(errs, field.Invalid(p.Child("replicas"), rj.Replicas, "replicas must be >= 1: suspend or delete the JobSet to stop it"))
+	}
+	return errs
+}
+
+// validateGangResize refuses a resize of a running JobSet's replicated
+// jobs that its Workload or PodGroups would have to follow: Kubernetes
+// keeps their gangs immutable, so a group left at its old minCount would
+// wait for pods that never come, or gang fewer than the spec says.
+func validateGangResize(old, js *api.JobSet) field.ErrorList {
+	was, oldErrs := podgroups.Compile(old)
+	now, newErrs := podgroups.Compile(js)
+	if len(oldErrs)+len(newErrs) > 0 {
+		return nil // ValidateCreate names what is wrong with the new one
+	}
+	type size struct{ replicas, parallelism int32 }
+	sizes := map[string]size{}
+	for _, rj := range old.Spec.ReplicatedJobs {
+		sizes[rj.Name] = size{rj.Replicas, ptr.Deref(rj.Template.Spec.Parallelism, 1)}
+	}
+	var errs field.ErrorList
+	for _, c := range podgroups.Resized(was, now) {
+		for i, rj := range js.Spec.ReplicatedJobs {
+			if slices.Contains(c.ReplicatedJobs, rj.Name) && sizes[rj.Name] != (size{rj.Replicas, ptr.Deref(rj.Template.Spec.Parallelism, 1)}) {
+				errs = append(errs, field.Forbidden(field.NewPath("spec", "replicatedJobs").Index(i),
+					"resizing it would change "+c.What+", which Kubernetes keeps immutable: suspend the JobSet to resize it "+
+						"(its Workload and PodGroups go, and come back sized as the new spec says when it resumes), "+
+						"or give the group a gang minCount under spec.scheduling that the new size still meets"))
+			}
+		}
 	}
 	return errs
 }

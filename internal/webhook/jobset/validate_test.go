@@ -63,6 +63,63 @@ func TestValidateUpdateElastic(t *testing.T) {
 	}
 }
 
+// TestValidateGangResize: a running JobSet's resize is refused when its
+// Workload or a PodGroup it has would have to follow (immutable in
+// Kubernetes 1.37), and allowed when only groups come or go.
+func TestValidateGangResize(t *testing.T) {
+	on := features.Gates{ElasticJobSet: true, WorkloadAwareScheduling: true}
+	wholeJobSet := func(minCount *int32) func(*api.JobSet) {
+		return func(js *api.JobSet) {
+			js.Spec.Scheduling = &api.JobSetScheduling{SchedulingPolicy: &api.SchedulingPolicy{Gang: &api.GangPolicy{MinCount: minCount}}}
+		}
+	}
+	perJob := func(js *api.JobSet) {
+		js.Spec.Scheduling = &api.JobSetScheduling{ReplicatedJobs: []api.ReplicatedJobScheduling{
+			{TargetReplicatedJobs: []string{"w"}, Job: &api.JobScheduling{}}}}
+	}
+	scale := func(p, r int32) func(*api.JobSet) {
+		return func(js *api.JobSet) {
+			rj := &js.Spec.ReplicatedJobs[0]
+			rj.Template.Spec.Parallelism, rj.Template.Spec.Completions, rj.Replicas = ptr.To(p), ptr.To(p), r
+		}
+	}
+	suspended := func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }
+	const refused = "spec.replicatedJobs[0]: Forbidden: resizing it would change "
+	for _, tc := range []struct {
+		name  string
+		gates features.Gates
+		old   []func(*api.JobSet)
+		edit  func(*api.JobSet)
+		want  string // "" = accepted
+	}{
+		{name: "the whole JobSet's gang grows", gates: on, old: []func(*api.JobSet){wholeJobSet(nil)}, edit: scale(2, 3),
+			want: refused + "PodGroup "},
+		{name: "its explicit minCount still met", gates: on, old: []func(*api.JobSet){wholeJobSet(ptr.To[int32](2))}, edit: scale(2, 3)},
+		{name: "its explicit minCount no longer met", gates: on, old: []func(*api.JobSet){wholeJobSet(ptr.To[int32](4))}, edit: scale(1, 2),
+			want: "minCount: Invalid value: 4: must be 1 to the group's 2 pods"},
+		{name: "suspended: the groups are made anew", gates: on, old: []func(*api.JobSet){wholeJobSet(nil), suspended}, edit: scale(2, 3)},
+		{name: "a group per Job: more Jobs", gates: on, old: []func(*api.JobSet){perJob}, edit: scale(2, 3)},
+		{name: "a group per Job: fewer Jobs", gates: on, old: []func(*api.JobSet){perJob}, edit: scale(2, 1)},
+		{name: "a group per Job: more pods in each", gates: on, old: []func(*api.JobSet){perJob}, edit: scale(4, 2),
+			want: refused + "the Workload's group template "},
+		{name: "a group per Job: as many pods, shaped otherwise", gates: on, old: []func(*api.JobSet){perJob}, edit: scale(1, 4),
+			want: refused + "the Workload's group template "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := elasticJobSet()
+			for _, f := range tc.old {
+				f(old)
+			}
+			js := old.DeepCopy()
+			tc.edit(js)
+			errs := ValidateUpdate(old, js, tc.gates)
+			if got := errs.ToAggregate(); tc.want == "" && got != nil || tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)) {
+				t.Fatalf("ValidateUpdate = %v, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestValidateCreate(t *testing.T) {
 	rjob := func(edit func(*api.ReplicatedJob)) func(*api.JobSet) {
 		return func(js *api.JobSet) { edit(&js.Spec.ReplicatedJobs[0]) }
