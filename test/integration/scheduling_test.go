@@ -90,13 +90,12 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 			return err == nil, fmt.Sprint(err)
 		})
 	}
-	suspend(true)
-	framework.Eventually(t, wait, func(context.Context) (bool, string) {
-		// Play kube-controller-manager's PodGroup protection: a deleted
-		// PodGroup goes once no pod uses it (here no pod ever ran).
+	// protect plays kube-controller-manager's PodGroup protection: a
+	// deleted PodGroup goes once no pod uses it (here no pod ever ran).
+	protect := func() {
 		var l schedulingv1beta1.PodGroupList
 		if err := env.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
+			t.Fatal(err)
 		}
 		for i := range l.Items {
 			if g := &l.Items[i]; g.DeletionTimestamp != nil && len(g.Finalizers) > 0 {
@@ -104,6 +103,10 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 				_ = env.Client.Update(ctx, g)
 			}
 		}
+	}
+	suspend(true)
+	framework.Eventually(t, wait, func(context.Context) (bool, string) {
+		protect()
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: podgroups.WorkloadName(js)}, &schedulingv1beta1.Workload{})
 		return len(groups()) == 0 && apierrors.IsNotFound(err), fmt.Sprintf("PodGroups %v, Workload: %v", groups(), err)
 	})
@@ -124,16 +127,7 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 		t.Fatalf("a slice fewer: %v", err)
 	}
 	framework.Eventually(t, wait, func(context.Context) (bool, string) {
-		var l schedulingv1beta1.PodGroupList
-		if err := env.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		for i := range l.Items {
-			if g := &l.Items[i]; g.DeletionTimestamp != nil && len(g.Finalizers) > 0 {
-				g.Finalizers = nil // PodGroup protection, as above
-				_ = env.Client.Update(ctx, g)
-			}
-		}
+		protect()
 		return len(groups()) == 3, fmt.Sprintf("PodGroups %v, want the driver's and two slices'", groups())
 	})
 	if err := resize(1, 2, 3); err == nil || !strings.Contains(err.Error(), `spec.replicatedJobs[1]: Forbidden: resizing it would change the Workload's group template "slice"`) {
@@ -143,9 +137,39 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 		t.Errorf("a second driver, the driver group's gang of 1 immutable: %v", err)
 	}
 
+	// Changed while suspended: the suspended Jobs, made in the groups of
+	// before (a pod template cannot change its group), are made again in
+	// the groups of now when it resumes.
+	suspend(true)
+	framework.Eventually(t, wait, func(context.Context) (bool, string) {
+		protect()
+		return len(groups()) == 0, fmt.Sprintf("PodGroups %v", groups())
+	})
+	framework.Eventually(t, wait, func(context.Context) (bool, string) {
+		cur := env.Get(t, ns, "train")
+		cur.Spec.Scheduling.ReplicatedJobs[1].Job = nil // both slices in one group
+		err := env.Client.Update(ctx, cur)
+		return err == nil, fmt.Sprint(err)
+	})
+	suspend(false)
+	shared, _ := podgroups.Compile(env.Get(t, ns, "train"))
+	sliceGroup := shared.ForJob("slice", 0).Name
+	framework.Eventually(t, wait, func(context.Context) (bool, string) {
+		env.CollectGarbage(t, ns)
+		var in []string
+		for _, j := range env.CurrentJobs(t, ns, "train") {
+			if g := j.Spec.Template.Spec.SchedulingGroup; j.Labels[api.ReplicatedJobNameKey] == "slice" && g != nil &&
+				*g.PodGroupName == sliceGroup && !ptr.Deref(j.Spec.Suspend, false) {
+				in = append(in, j.Name)
+			}
+		}
+		return len(in) == 2 && len(groups()) == 2 && groups()[sliceGroup] == 4,
+			fmt.Sprintf("running slice Jobs in %s: %v; PodGroups %v", sliceGroup, in, groups())
+	})
+
 	// Immutable while it runs.
 	cur := env.Get(t, ns, "train")
-	cur.Spec.Scheduling.ReplicatedJobs[1].Job = nil
+	cur.Spec.Scheduling.ReplicatedJobs[1].Job = &api.JobScheduling{}
 	if err := env.Client.Update(ctx, cur); err == nil || !strings.Contains(err.Error(), "spec.scheduling: Forbidden: is immutable while the JobSet runs") {
 		t.Errorf("changing spec.scheduling of a running JobSet: %v", err)
 	}

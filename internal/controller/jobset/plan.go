@@ -205,9 +205,6 @@ func Decide(o Observed) (p Plan) {
 		}
 	}
 
-	if o.Scheduling != nil {
-		schedule(o, &p, e, suspended)
-	}
 	if suspended {
 		for _, j := range c.active {
 			if !ptr.Deref(j.Spec.Suspend, false) {
@@ -231,6 +228,14 @@ func Decide(o Observed) (p Plan) {
 			}
 		}
 		e.set(api.JobSetSuspended, metav1.ConditionFalse, api.ResumedReason, api.ResumedMessage, corev1.EventTypeNormal)
+		if len(p.Resume) > 0 && o.Gates.WorkloadAwareScheduling {
+			regroup(js, &p)
+		}
+	}
+	if o.Scheduling != nil {
+		schedule(o, &p, e, suspended)
+	}
+	if !suspended {
 		place(o, &p, e)
 	}
 	return p

@@ -123,6 +123,41 @@ func schedule(o Observed, p *Plan, e *statusEditor, suspended bool) {
 	sort.Strings(p.DeletePodGroups)
 }
 
+// regroup: a suspended Job made before spec.scheduling changed (or was
+// added or removed) points its pods at a group of before, and a Job's pod
+// template cannot change its group; so on resume it goes instead (it has
+// no pods) and is made again in its group of now.
+func regroup(js *api.JobSet, p *Plan) {
+	plan, errs := podgroups.Compile(js)
+	if len(errs) > 0 {
+		return // schedule refuses every Job
+	}
+	resume := p.Resume[:0:0]
+	for _, j := range p.Resume {
+		if inGroup(plan, j) {
+			resume = append(resume, j)
+		} else {
+			p.Delete = append(p.Delete, j)
+		}
+	}
+	p.Resume = resume
+}
+
+// inGroup: j's pods join the group the plan gives its Job, or none if it
+// gives none. A group the controller did not give (no template
+// annotation) is the user's, and counts as none.
+func inGroup(plan podgroups.Plan, j *batchv1.Job) bool {
+	index, _ := strconv.Atoi(j.Labels[api.JobIndexKey])
+	want, have := "", ""
+	if g := plan.ForJob(j.Labels[api.ReplicatedJobNameKey], index); g != nil {
+		want = g.Name
+	}
+	if g := j.Spec.Template.Spec.SchedulingGroup; g != nil && j.Annotations[podgroups.TemplateAnnotation] != "" {
+		have = ptr.Deref(g.PodGroupName, "")
+	}
+	return have == want
+}
+
 // joinGroup points a new child Job's pods at their PodGroup.
 func joinGroup(plan podgroups.Plan, j *batchv1.Job) {
 	index, _ := strconv.Atoi(j.Labels[api.JobIndexKey])

@@ -5,11 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/podgroups"
 )
 
@@ -75,6 +78,65 @@ func TestDecideScheduling(t *testing.T) {
 				if g == nil || !allGroups[*g.PodGroupName] || j.Annotations[podgroups.TemplateAnnotation] != "w" {
 					t.Errorf("Job %s: schedulingGroup %v, annotations %v", j.Name, g, j.Annotations)
 				}
+			}
+		})
+	}
+}
+
+// TestDecideRegroupsOnResume: a suspended Job whose pods point at a group
+// other than the one spec.scheduling gives it now is made again instead of
+// resumed (a Job's pod template cannot change its group).
+func TestDecideRegroupsOnResume(t *testing.T) {
+	perJob := func(js *api.JobSet) {
+		js.Spec.Scheduling = &api.JobSetScheduling{ReplicatedJobs: []api.ReplicatedJobScheduling{
+			{TargetReplicatedJobs: []string{"w"}, Job: &api.JobScheduling{}}}}
+	}
+	whole := func(js *api.JobSet) { js.Spec.Scheduling = &api.JobSetScheduling{} }
+	// suspendedJobs are js's Jobs as made while it was suspended.
+	suspendedJobs := func(js *api.JobSet) []*batchv1.Job {
+		plan, _ := podgroups.Compile(js)
+		jobs := childJobs(js)
+		for _, j := range jobs {
+			j.Spec.Suspend, j.Status.Active = ptr.To(true), 0
+			joinGroup(plan, j)
+		}
+		return jobs
+	}
+	userGroup := func(jobs []*batchv1.Job) []*batchv1.Job {
+		for _, j := range jobs {
+			j.Spec.Template.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("theirs")}
+		}
+		return jobs
+	}
+	for _, tc := range []struct {
+		name            string
+		js              *api.JobSet
+		jobs            []*batchv1.Job
+		resumed, remade int
+		going           bool // a group of now is still going
+	}{
+		{name: "made in the groups of now", js: jobSet(2, perJob), jobs: suspendedJobs(jobSet(2, perJob)), resumed: 2},
+		{name: "a group per Job, now one for the JobSet", js: jobSet(2, whole), jobs: suspendedJobs(jobSet(2, perJob)), remade: 2},
+		{name: "spec.scheduling added", js: jobSet(2, perJob), jobs: suspendedJobs(jobSet(2)), remade: 2},
+		{name: "spec.scheduling removed", js: jobSet(2), jobs: suspendedJobs(jobSet(2, perJob)), remade: 2},
+		{name: "the user's own group, no spec.scheduling", js: jobSet(2), jobs: userGroup(suspendedJobs(jobSet(2))), resumed: 2},
+		{name: "its groups of before still going: none resumes yet", js: jobSet(2, perJob), jobs: suspendedJobs(jobSet(2, perJob)),
+			going: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var have *SchedulingObjects
+			if tc.js.Spec.Scheduling != nil {
+				have = &SchedulingObjects{Going: map[string]bool{}}
+			}
+			if tc.going {
+				plan, _ := podgroups.Compile(tc.js)
+				have.Going[plan.Groups[0].Name] = true
+			}
+			gates := features.Defaults()
+			gates.WorkloadAwareScheduling = true
+			p := Decide(Observed{JobSet: tc.js, Jobs: tc.jobs, ServiceExists: true, Now: now, Gates: gates, Scheduling: have})
+			if len(p.Resume) != tc.resumed || len(p.Delete) != tc.remade {
+				t.Errorf("resumed %v, deleted to be made again %v; want %d and %d", names(p.Resume), names(p.Delete), tc.resumed, tc.remade)
 			}
 		})
 	}
