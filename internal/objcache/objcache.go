@@ -36,16 +36,16 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// Options are the cache's: Jobs and Services that JobSets own, every pod
-// and node in their slim forms, and the Events about JobSets; managed
-// fields stripped from everything.
+// Options are the cache's: Jobs and Services that JobSets own, every
+// Service, pod and node in its slim form, and the Events about JobSets;
+// managed fields stripped from everything.
 func Options() cache.Options {
 	owned := cache.ByObject{Label: OwnedByJobSets()}
 	return cache.Options{
 		Scheme:           Scheme(),
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: owned, &corev1.Service{}: owned,
+			&batchv1.Job{}: owned, &corev1.Service{}: {Label: owned.Label, Transform: SlimService},
 			// Every pod, not only JobSets': placement must see every
 			// workload's pods on a domain.
 			&corev1.Pod{}:   {Transform: SlimPod},
@@ -117,6 +117,18 @@ func sharedLabels(labels map[string]string, own string) map[string]string {
 		out[unique.Make(k).Value()] = v
 	}
 	return out
+}
+
+// SlimService keeps a JobSet's headless Service's metadata: whether it
+// exists is all that is read of it; its owner finds its JobSet.
+func SlimService(obj any) (any, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, UID: svc.UID,
+		ResourceVersion: svc.ResourceVersion, Labels: svc.Labels, OwnerReferences: svc.OwnerReferences,
+		DeletionTimestamp: svc.DeletionTimestamp}}, nil
 }
 
 // podLabels and podAnnotations are those of a pod that are read: which

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
@@ -127,5 +128,21 @@ func TestSlimNodeKeepsWhatPlacementAndSliceHealthRead(t *testing.T) {
 	}
 	if slim.Annotations != nil || slim.Status.Images != nil || slim.Status.NodeInfo.KernelVersion != "" || len(slim.Status.Conditions) != 1 {
 		t.Errorf("kept what nothing reads: %+v", slim)
+	}
+}
+
+// TestSlimServiceKeepsItsOwner: a slim Service still maps to its JobSet.
+func TestSlimServiceKeepsItsOwner(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: api.GroupVersion.String(), Kind: "JobSet", Name: "js", UID: "u", Controller: ptr.To(true)}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{owner},
+		Labels: map[string]string{api.JobSetNameKey: "js"}}, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
+		Selector: map[string]string{api.JobSetNameKey: "js"}, PublishNotReadyAddresses: true}}
+	got, _ := SlimService(svc)
+	slim := got.(*corev1.Service)
+	if ref := metav1.GetControllerOf(slim); ref == nil || ref.UID != "u" || slim.Name != "js" || slim.Namespace != "ns" || len(slim.Labels) != 1 {
+		t.Errorf("slim Service lost what finds its JobSet: %+v", slim.ObjectMeta)
+	}
+	if !equality.Semantic.DeepEqual(slim.Spec, corev1.ServiceSpec{}) {
+		t.Errorf("kept the spec nothing reads: %+v", slim.Spec)
 	}
 }
