@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,12 +56,18 @@ func Heal(h Home) ([]string, error) {
 		if err := waitPortsFree(p); err != nil {
 			return err
 		}
+		began := time.Now()
 		s, err := startEnv(p.Name, p.Binary, h.Log(p.Name), p.Args, p.Env, p.Ports)
 		if err != nil {
 			return err
 		}
 		st.Processes[i].PID = s.PID
 		healed = append(healed, p.Name)
+		if strings.HasPrefix(p.Name, KubeletName("")) {
+			// As in up: the next kubelet would race this one for the
+			// device-plugin socket.
+			waitCreatedSince(kubeletSocket, began, 20*time.Second)
+		}
 		return h.writeState(st)
 	}
 	outage := false
