@@ -36,9 +36,9 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// Options are the cache's: Jobs and Services that JobSets own, every
-// Service, pod and node in its slim form, and the Events about JobSets;
-// managed fields stripped from everything.
+// Options are the cache's: Jobs and Services that JobSets own (a Service
+// as its metadata), every pod and node in its slim form, and the Events
+// about JobSets; managed fields stripped from everything.
 func Options() cache.Options {
 	owned := cache.ByObject{Label: OwnedByJobSets()}
 	return cache.Options{
@@ -143,7 +143,7 @@ var (
 // restart, the JobSet's view): its name, the labels and annotations above,
 // its node, its phase, how often its containers restarted (one status,
 // holding the highest count) and whether it asks for TPU chips (one
-// container, see tpuContainers). A cached pod is then about 1.5 KB,
+// container, see tpuContainers). A cached pod is then about 2 KB,
 // whatever the pod carries.
 func SlimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
@@ -165,11 +165,11 @@ func SlimPod(obj any) (any, error) {
 // tpuContainers is what a slim pod keeps of its containers: nothing if
 // none asks for TPU chips, else one container named "tpu" asking for the
 // chips of the first that does, init containers first (its request, else
-// its limit). Whether a pod asks
-// (gke.RequestsTPU) is all anything reads of a cached pod's containers, so
-// the slice is shared by every pod asking for as many chips: cached
-// objects are read-only (the cache hands out copies), and 4,800 pods' own
-// containers and resource lists were 9 MB of the manager's heap.
+// its limit). Whether a pod asks (gke.RequestsTPU) is all anything reads
+// of a cached pod's containers, so the slice is shared by every pod asking
+// for as many chips: cached objects are read-only (the cache hands out
+// copies), and 4,800 pods' own containers and resource lists were 9 MB of
+// the manager's heap.
 func tpuContainers(spec corev1.PodSpec) []corev1.Container {
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {

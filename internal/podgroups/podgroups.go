@@ -112,12 +112,12 @@ func (p Plan) ForJob(rj string, index int) *Group {
 	return nil
 }
 
-// Resized says what of was, the plan a running JobSet's objects were
-// made from, its resized replicated jobs (ElasticJobSet) would change that
-// Kubernetes 1.37 keeps immutable: a template of the Workload, or the
-// minCount of a group both plans have. Each entry names the replicated
-// jobs it concerns. Groups only added (new Jobs, a group each) or gone
-// (Jobs removed) change nothing made.
+// Resized lists what going from plan was (the one a running JobSet's
+// objects were made from) to plan now (its replicated jobs resized,
+// ElasticJobSet) would change of what Kubernetes 1.37 keeps immutable: a
+// template of the Workload, or the minCount of a group both plans have.
+// Each entry names the replicated jobs it concerns. Groups only added (new
+// Jobs, a group each) or gone (Jobs removed) change nothing made.
 func Resized(was, now Plan) []Change {
 	var out []Change
 	templates := map[string]schedulingv1beta1.PodGroupTemplate{}

@@ -133,7 +133,7 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 	if err := resize(1, 2, 3); err == nil || !strings.Contains(err.Error(), `spec.replicatedJobs[1]: Forbidden: resizing it would change the Workload's group template "slice"`) {
 		t.Errorf("more pods per slice, each slice's gang of 2 immutable: %v", err)
 	}
-	if err := resize(0, 2, 1); err == nil || !strings.Contains(err.Error(), "spec.replicatedJobs[0]: Forbidden: resizing it would change PodGroup ") {
+	if err := resize(0, 2, 1); err == nil || !strings.Contains(err.Error(), `spec.replicatedJobs[0]: Forbidden: resizing it would change the Workload's group template "driver" and PodGroup `) {
 		t.Errorf("a second driver, the driver group's gang of 1 immutable: %v", err)
 	}
 

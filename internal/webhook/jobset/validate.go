@@ -421,15 +421,23 @@ func validateGangResize(old, js *api.JobSet) field.ErrorList {
 	for _, rj := range old.Spec.ReplicatedJobs {
 		sizes[rj.Name] = size{rj.Replicas, ptr.Deref(rj.Template.Spec.Parallelism, 1)}
 	}
+	changes := podgroups.Resized(was, now)
 	var errs field.ErrorList
-	for _, c := range podgroups.Resized(was, now) {
-		for i, rj := range js.Spec.ReplicatedJobs {
-			if slices.Contains(c.ReplicatedJobs, rj.Name) && sizes[rj.Name] != (size{rj.Replicas, ptr.Deref(rj.Template.Spec.Parallelism, 1)}) {
-				errs = append(errs, field.Forbidden(field.NewPath("spec", "replicatedJobs").Index(i),
-					"resizing it would change "+c.What+", which Kubernetes keeps immutable: suspend the JobSet to resize it "+
-						"(its Workload and PodGroups go, and come back sized as the new spec says when it resumes), "+
-						"or give the group a gang minCount under spec.scheduling that the new size still meets"))
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if sizes[rj.Name] == (size{rj.Replicas, ptr.Deref(rj.Template.Spec.Parallelism, 1)}) {
+			continue
+		}
+		var what []string
+		for _, c := range changes {
+			if slices.Contains(c.ReplicatedJobs, rj.Name) {
+				what = append(what, c.What)
 			}
+		}
+		if len(what) > 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "replicatedJobs").Index(i),
+				"resizing it would change "+strings.Join(what, " and ")+", which Kubernetes keeps immutable: suspend the JobSet to resize it "+
+					"(its Workload and PodGroups go, and come back sized as the new spec says when it resumes), "+
+					"or give the group a gang minCount under spec.scheduling that the new size still meets"))
 		}
 	}
 	return errs

@@ -93,7 +93,7 @@ func TestValidateGangResize(t *testing.T) {
 		want  string // "" = accepted
 	}{
 		{name: "the whole JobSet's gang grows", gates: on, old: []func(*api.JobSet){wholeJobSet(nil)}, edit: scale(2, 3),
-			want: refused + "PodGroup "},
+			want: refused + `the Workload's group template "js" and PodGroup `},
 		{name: "its explicit minCount still met", gates: on, old: []func(*api.JobSet){wholeJobSet(ptr.To[int32](2))}, edit: scale(2, 3)},
 		{name: "its explicit minCount no longer met", gates: on, old: []func(*api.JobSet){wholeJobSet(ptr.To[int32](4))}, edit: scale(1, 2),
 			want: "minCount: Invalid value: 4: must be 1 to the group's 2 pods"},
