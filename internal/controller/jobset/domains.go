@@ -56,16 +56,16 @@ type wakes struct {
 
 // wake records a wake of key; look runs once it is due.
 func (w *wakes) wake(key types.NamespacedName, look func()) {
+	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if p, ok := w.pending[key]; ok {
-		p.last = time.Now() // its timer is running
+		p.last = now // its timer is running
 		return
 	}
 	if w.pending == nil {
 		w.pending = map[types.NamespacedName]*pendingWake{}
 	}
-	now := time.Now()
 	w.pending[key] = &pendingWake{first: now, last: now}
 	time.AfterFunc(wakeQuiet, func() { w.check(key, look) })
 }

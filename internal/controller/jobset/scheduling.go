@@ -147,9 +147,8 @@ func regroup(js *api.JobSet, p *Plan) {
 // gives none. A group the controller did not give (no template
 // annotation) is the user's, and counts as none.
 func inGroup(plan podgroups.Plan, j *batchv1.Job) bool {
-	index, _ := strconv.Atoi(j.Labels[api.JobIndexKey])
 	want, have := "", ""
-	if g := plan.ForJob(j.Labels[api.ReplicatedJobNameKey], index); g != nil {
+	if g := groupOf(plan, j); g != nil {
 		want = g.Name
 	}
 	if g := j.Spec.Template.Spec.SchedulingGroup; g != nil && j.Annotations[podgroups.TemplateAnnotation] != "" {
@@ -158,10 +157,15 @@ func inGroup(plan podgroups.Plan, j *batchv1.Job) bool {
 	return have == want
 }
 
+// groupOf is the group the plan gives child Job j (nil: none).
+func groupOf(plan podgroups.Plan, j *batchv1.Job) *podgroups.Group {
+	index, _ := strconv.Atoi(j.Labels[api.JobIndexKey])
+	return plan.ForJob(j.Labels[api.ReplicatedJobNameKey], index)
+}
+
 // joinGroup points a new child Job's pods at their PodGroup.
 func joinGroup(plan podgroups.Plan, j *batchv1.Job) {
-	index, _ := strconv.Atoi(j.Labels[api.JobIndexKey])
-	g := plan.ForJob(j.Labels[api.ReplicatedJobNameKey], index)
+	g := groupOf(plan, j)
 	if g == nil {
 		return
 	}
