@@ -35,21 +35,28 @@ type Cache struct {
 
 	mu      sync.Mutex
 	nodes   map[string]Node
-	podsOn  map[string]map[string]string // node -> pod (namespace/name) -> its workload
-	podNode map[string]string            // pod -> node
-	jobs    map[string]pinnedJob         // pinned child Job (namespace/name)
-	keys    map[string]*keyDomains       // topology key -> its domains, from the first Snapshot on
-	held    map[string]map[string]string // JobSet -> Job name -> domain, reserved by a decision
-	waiting map[string]Waiter            // by JobSet
+	podsOn  map[string]map[string]string            // node -> pod (namespace/name) -> its workload
+	podNode map[string]string                       // pod -> node
+	jobs    map[string]pinnedJob                    // pinned child Job (namespace/name)
+	keys    map[string]*keyDomains                  // topology key -> its domains, from the first Snapshot on
+	held    map[string]map[string]map[string]string // JobSet -> key -> Job name -> domain, reserved by a decision
+	waiting map[string]Waiter                       // by JobSet
 }
 
-// pinnedJob is an active, unsuspended child Job with a node selector.
+// pinnedJob is an active, unsuspended child Job pinned by its node
+// selector to a domain of its exclusive-topology key. It holds a domain of
+// that key only: a Pathways head placed by hostname that also selects its
+// CPU pool does not hold the pool.
 type pinnedJob struct {
 	jobSet   string    // namespace/name
 	uid      types.UID // the JobSet's
 	name     string
+	key      string // its exclusive-topology key
 	selector map[string]string
 }
+
+// domain is the value of the Job's key it is pinned to.
+func (j pinnedJob) domain() string { return j.selector[j.key] }
 
 type keyDomains struct {
 	byValue map[string]*domainEntry
@@ -67,7 +74,7 @@ type domainEntry struct {
 func NewCache(groupLabel string) *Cache {
 	return &Cache{GroupLabel: groupLabel, nodes: map[string]Node{}, podsOn: map[string]map[string]string{},
 		podNode: map[string]string{}, jobs: map[string]pinnedJob{}, keys: map[string]*keyDomains{},
-		held: map[string]map[string]string{}, waiting: map[string]Waiter{}}
+		held: map[string]map[string]map[string]string{}, waiting: map[string]Waiter{}}
 }
 
 // SetNode records a node added or changed.
@@ -135,7 +142,8 @@ func (c *Cache) SetJob(j *batchv1.Job) {
 	defer c.mu.Unlock()
 	old, had := c.jobs[name]
 	sel := j.Spec.Template.Spec.NodeSelector
-	if j.Labels[api.JobSetNameKey] == "" || len(sel) == 0 || api.JobOutcome(j) != "" || ptr.Deref(j.Spec.Suspend, false) {
+	key := j.Annotations[api.ExclusiveKey]
+	if j.Labels[api.JobSetNameKey] == "" || sel[key] == "" || api.JobOutcome(j) != "" || ptr.Deref(j.Spec.Suspend, false) {
 		// A suspended Job (its JobSet queued or preempted by Kueue) holds
 		// no domain: its pods are gone or going, and those still stopping
 		// are occupants. Resumed, it is placed again.
@@ -146,18 +154,16 @@ func (c *Cache) SetJob(j *batchv1.Job) {
 		}
 		return
 	}
-	pin := pinnedJob{jobSet: j.Namespace + "/" + j.Labels[api.JobSetNameKey], uid: types.UID(j.Labels[api.JobSetUIDKey]), name: j.Name, selector: sel}
+	pin := pinnedJob{jobSet: j.Namespace + "/" + j.Labels[api.JobSetNameKey], uid: types.UID(j.Labels[api.JobSetUIDKey]), name: j.Name, key: key, selector: sel}
 	if had {
-		if maps.Equal(old.selector, sel) && old.uid == pin.uid {
+		if old.key == key && maps.Equal(old.selector, sel) && old.uid == pin.uid {
 			return
 		}
 		c.unpin(name, old)
 	}
 	c.jobs[name] = pin
-	for key, kd := range c.keys {
-		if v, ok := sel[key]; ok {
-			kd.domain(v).pins[name] = pin
-		}
+	if kd := c.keys[key]; kd != nil {
+		kd.domain(pin.domain()).pins[name] = pin
 	}
 }
 
@@ -174,12 +180,10 @@ func (c *Cache) DeleteJob(namespace, name string) {
 }
 
 func (c *Cache) unpin(name string, j pinnedJob) {
-	for key, kd := range c.keys {
-		if v, ok := j.selector[key]; ok {
-			if d := kd.byValue[v]; d != nil {
-				delete(d.pins, name)
-				kd.dropIfEmpty(v)
-			}
+	if kd := c.keys[j.key]; kd != nil {
+		if d := kd.byValue[j.domain()]; d != nil {
+			delete(d.pins, name)
+			kd.dropIfEmpty(j.domain())
 		}
 	}
 }
@@ -248,14 +252,22 @@ func (c *Cache) removePod(pod, node string) {
 	}
 }
 
-// Hold reserves domains for a JobSet's Jobs (Job name -> domain), those
-// not created yet included, and takes it off the queue. The map is the
-// cache's from then on: snapshots share it, so nobody may change it.
-func (c *Cache) Hold(jobSet string, domains map[string]string) {
+// Hold reserves domains for a JobSet's Jobs (key -> Job name -> domain),
+// those not created yet included, and takes it off the queue. A key not
+// named keeps its reservations (a JobSet places its replicated jobs of
+// different keys at different times, e.g. with startupPolicy InOrder).
+// The maps are the cache's from then on: snapshots share them, so nobody
+// may change them.
+func (c *Cache) Hold(jobSet string, byKey map[string]map[string]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.waiting, jobSet)
-	c.held[jobSet] = domains
+	held := maps.Clone(c.held[jobSet])
+	if held == nil {
+		held = map[string]map[string]string{}
+	}
+	maps.Copy(held, byKey)
+	c.held[jobSet] = held
 }
 
 // Wait queues a JobSet that found no domains.
@@ -340,8 +352,10 @@ func (c *Cache) Snapshot(key, jobSet string, uid types.UID) (Snapshot, map[strin
 		}
 		s.Domains = append(s.Domains, out)
 	}
-	for js, jobs := range c.held {
-		s.Held[js] = jobs // Hold stores a map nobody changes after
+	for js, byKey := range c.held {
+		if jobs, ok := byKey[key]; ok {
+			s.Held[js] = jobs // Hold stores maps nobody changes after
+		}
 	}
 	for _, w := range c.waiting {
 		s.Waiting = append(s.Waiting, w)
@@ -351,7 +365,7 @@ func (c *Cache) Snapshot(key, jobSet string, uid types.UID) (Snapshot, map[strin
 		if len(d.nodes) == 0 {
 			for _, j := range d.pins {
 				if j.uid == uid {
-					mine[j.name] = j.selector[key]
+					mine[j.name] = j.domain()
 				}
 			}
 		}
@@ -388,8 +402,8 @@ func (c *Cache) index(key string) *keyDomains {
 		}
 	}
 	for name, j := range c.jobs {
-		if v, ok := j.selector[key]; ok {
-			kd.domain(v).pins[name] = j
+		if j.key == key {
+			kd.domain(j.domain()).pins[name] = j
 		}
 	}
 	return kd

@@ -29,7 +29,7 @@ func cacheNode(name, poolName string, ready bool) *corev1.Node {
 
 func pinned(ns, jobSet, uid, job, domain string) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job,
-		Labels: map[string]string{api.JobSetNameKey: jobSet, api.JobSetUIDKey: uid}},
+		Labels: map[string]string{api.JobSetNameKey: jobSet, api.JobSetUIDKey: uid}, Annotations: map[string]string{api.ExclusiveKey: pool}},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{pool: domain}}}}}
 }
 
@@ -160,7 +160,7 @@ func TestCacheMemoryAndWakeups(t *testing.T) {
 	c := fleetCache(2)
 	var woken []string
 	c.Wake = func(js string) { woken = append(woken, js) }
-	c.Hold("ns/a", map[string]string{"a-slice-0": "np-0"})
+	c.Hold("ns/a", map[string]map[string]string{pool: {"a-slice-0": "np-0"}})
 	c.Wait(Waiter{JobSet: "ns/b"})
 	s, _ := c.Snapshot(pool, "ns/b", "b")
 	if s.Held["ns/a"]["a-slice-0"] != "np-0" || len(s.Waiting) != 1 {
@@ -181,8 +181,36 @@ func TestCacheMemoryAndWakeups(t *testing.T) {
 	if len(woken) != 3 {
 		t.Fatalf("a pod gone and a node back woke %d times, want 3: %v", len(woken), woken)
 	}
-	c.Hold("ns/b", map[string]string{"b-slice-0": "np-1"})
+	c.Hold("ns/b", map[string]map[string]string{pool: {"b-slice-0": "np-1"}})
 	if got := c.Waiting(); len(got) != 0 {
 		t.Fatalf("still waiting after Hold: %v", got)
+	}
+	// A reservation of another key (a Pathways head by hostname) is not one
+	// of this key's, and a later Hold of one key keeps the other's.
+	c.Hold("ns/b", map[string]map[string]string{"kubernetes.io/hostname": {"b-head-0": "np-1-0"}})
+	s, _ = c.Snapshot(pool, "ns/c", "c")
+	if s.Held["ns/b"]["b-slice-0"] != "np-1" || s.Held["ns/b"]["b-head-0"] != "" {
+		t.Fatalf("pool snapshot holds %v, want only b-slice-0 on np-1", s.Held["ns/b"])
+	}
+}
+
+// TestPinHoldsOnlyItsKey: a Pathways head placed by hostname that also
+// selects a pool holds its host, not the pool.
+func TestPinHoldsOnlyItsKey(t *testing.T) {
+	const host = "kubernetes.io/hostname"
+	c := fleetCache(2)
+	head := pinned("ns", "pw", "pw", "pw-head-0", "np-0")
+	head.Annotations[api.ExclusiveKey] = host
+	head.Spec.Template.Spec.NodeSelector[host] = "np-0-0"
+	c.SetJob(head)
+	s, _ := c.Snapshot(pool, "ns/other", "other")
+	for _, d := range s.Domains {
+		if d.Holder != "" {
+			t.Errorf("pool %s held by %s", d.Value, d.Holder)
+		}
+	}
+	_, mine := c.Snapshot(host, "ns/pw", "pw")
+	if mine["pw-head-0"] != "np-0-0" {
+		t.Errorf("own pins by hostname %v, want pw-head-0 on np-0-0", mine)
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -24,6 +27,18 @@ func tpuSlices(js *api.JobSet, topology, chips string, backoff int32) {
 	spec := &js.Spec.ReplicatedJobs[1].Template.Spec
 	spec.BackoffLimit = ptr.To(backoff)
 	testobj.TPU(&spec.Template.Spec, "tpu-v4-podslice", topology, chips)
+}
+
+// collectWarnings keeps the apiserver's Warning headers (admission warnings).
+type collectWarnings struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (w *collectWarnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.texts = append(w.texts, text)
 }
 
 func TestJobSetWebhook(t *testing.T) {
@@ -149,11 +164,11 @@ func TestJobSetWebhook(t *testing.T) {
 		{"bad success operator", func(js *api.JobSet) { js.Spec.SuccessPolicy = &api.SuccessPolicy{Operator: "Most"} }, "spec.successPolicy.operator", "supported values"},
 		{"TPU parallelism", func(js *api.JobSet) { tpuSlices(js, "2x2x4", "4", 0) }, "spec.replicatedJobs[1].template.spec.parallelism", "has 4 hosts: set parallelism to 4"},
 		{"TPU chips", func(js *api.JobSet) { tpuSlices(js, "2x2x2", "8", 0) }, "limits[google.com/tpu]", "request google.com/tpu: 4"},
-		{"TPU backoffLimit", func(js *api.JobSet) { tpuSlices(js, "2x2x2", "4", 2) }, "spec.replicatedJobs[1].template.spec.backoffLimit", "needs backoffLimit: 0"},
-		{"TPU single-host multislice", func(js *api.JobSet) {
-			tpuSlices(js, "2x2x1", "4", 0)
-			js.Spec.ReplicatedJobs[1].Template.Spec.Parallelism, js.Spec.ReplicatedJobs[1].Template.Spec.Completions = ptr.To(int32(1)), ptr.To(int32(1))
-		}, "nodeSelector[cloud.google.com/gke-tpu-topology]", "cannot use single-host slices"},
+		{"NonIndexed exclusive placement", func(js *api.JobSet) {
+			tpuSlices(js, "2x2x2", "4", 0)
+			js.Annotations = map[string]string{api.ExclusiveKey: "cloud.google.com/gke-nodepool"}
+			js.Spec.ReplicatedJobs[1].Template.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
+		}, "spec.replicatedJobs[1].template.spec.completionMode", "needs completionMode: Indexed"},
 		{"TPU pair", func(js *api.JobSet) { tpuSlices(js, "4x4", "4", 0) }, "nodeSelector[cloud.google.com/gke-tpu-topology]", "v4 topologies have 3 dimensions"},
 		{"negative ttl", func(js *api.JobSet) { js.Spec.TTLSecondsAfterFinished = ptr.To(int32(-1)) }, "spec.ttlSecondsAfterFinished", "greater than or equal to 0"},
 		{"unnamed replicated job", func(js *api.JobSet) { js.Spec.ReplicatedJobs[0].Name = "" }, "spec.replicatedJobs[0].name", "name the replicated job"},
@@ -162,6 +177,38 @@ func TestJobSetWebhook(t *testing.T) {
 			js.Annotations = map[string]string{api.ExclusiveKey: "not a key!"}
 		}, "metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]", "must be a node label key"},
 	}
+	// What GKE runs is admitted; our advice comes back as warnings.
+	advice := []struct {
+		name, hint string
+		edit       func(*api.JobSet)
+	}{
+		{"TPU backoffLimit", "spec.replicatedJobs[1].template.spec.backoffLimit: a failed pod is retried inside its slice, up to 2 times",
+			func(js *api.JobSet) { tpuSlices(js, "2x2x2", "4", 2) }},
+		{"TPU single-host multislice", "2 slices of v4-8, one host each", func(js *api.JobSet) {
+			tpuSlices(js, "2x2x1", "4", 0)
+			js.Spec.ReplicatedJobs[1].Template.Spec.Parallelism, js.Spec.ReplicatedJobs[1].Template.Spec.Completions = ptr.To(int32(1)), ptr.To(int32(1))
+		}},
+	}
+	for _, a := range advice {
+		t.Run("advises "+a.name, func(t *testing.T) {
+			js := base()
+			a.edit(js)
+			warnings := &collectWarnings{}
+			cfg := rest.CopyConfig(env.Config)
+			cfg.WarningHandler = warnings
+			c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Create(ctx, js, client.DryRunAll); err != nil {
+				t.Fatalf("refused what GKE runs: %v", err)
+			}
+			if !slices.ContainsFunc(warnings.texts, func(w string) bool { return strings.Contains(w, a.hint) }) {
+				t.Errorf("warnings %q, want one with %q", warnings.texts, a.hint)
+			}
+		})
+	}
+
 	for _, r := range refusals {
 		t.Run("refuses "+r.name, func(t *testing.T) {
 			js := base()

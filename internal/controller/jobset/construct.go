@@ -82,20 +82,6 @@ func keys(js *api.JobSet, id jobIdentity, jobName string, restartJobGate bool, e
 	return k
 }
 
-// exclusiveAnnotations are the placement annotations a child Job inherits:
-// the replicated job's template wins over the JobSet's.
-func exclusiveAnnotations(js *api.JobSet, rj *api.ReplicatedJob) map[string]string {
-	out := map[string]string{}
-	for _, key := range []string{api.ExclusiveKey, api.NodeSelectorStrategyKey} {
-		if v, ok := rj.Template.Annotations[key]; ok {
-			out[key] = v
-		} else if v, ok := js.Annotations[key]; ok {
-			out[key] = v
-		}
-	}
-	return out
-}
-
 // constructJob builds child Job id from its template; execution is the
 // execution attempt it belongs to (nil: not counted).
 func constructJob(js *api.JobSet, id jobIdentity, restartJobGate bool, execution *int32) *batchv1.Job {
@@ -107,7 +93,7 @@ func constructJob(js *api.JobSet, id jobIdentity, restartJobGate bool, execution
 			Name:            name,
 			Namespace:       js.Namespace,
 			Labels:          merge(rj.Template.Labels, k),
-			Annotations:     merge(merge(rj.Template.Annotations, exclusiveAnnotations(js, rj)), k),
+			Annotations:     merge(merge(rj.Template.Annotations, api.PlacementAnnotations(js, rj)), k),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, api.GroupVersion.WithKind("JobSet"))},
 		},
 		Spec: *rj.Template.Spec.DeepCopy(),

@@ -155,9 +155,9 @@ func (r *Reconciler) feedDomains(mgr ctrl.Manager) (<-chan event.GenericEvent, e
 // node, Job and pod could give away a held domain.
 var errDomainsNotSynced = fmt.Errorf("the domain cache has not seen the whole cluster yet")
 
-// observePlacement reads what placing js by key needs: key's domains from
-// the domain cache, its pins and its priority.
-func (r *Reconciler) observePlacement(ctx context.Context, js *api.JobSet, key string) (*Placement, error) {
+// observePlacement reads what placing js by its keys needs: each key's
+// domains from the domain cache, its pins and its priority.
+func (r *Reconciler) observePlacement(ctx context.Context, js *api.JobSet, keys []string) (*Placement, error) {
 	if r.domainsSynced != nil && !r.domainsSynced() {
 		return nil, errDomainsNotSynced
 	}
@@ -165,8 +165,12 @@ func (r *Reconciler) observePlacement(ctx context.Context, js *api.JobSet, key s
 	if err != nil {
 		return nil, err
 	}
-	snap, pins := r.Domains.Snapshot(key, js.Namespace+"/"+js.Name, js.UID)
-	return &Placement{Key: key, Snapshot: snap, Pins: pins, Priority: prio, GroupLabel: r.GroupLabel, SizeLabel: r.SizeLabel}, nil
+	in := &Placement{Keys: make(map[string]KeyPlacement, len(keys)), Priority: prio, GroupLabel: r.GroupLabel, SizeLabel: r.SizeLabel}
+	for _, key := range keys {
+		snap, pins := r.Domains.Snapshot(key, js.Namespace+"/"+js.Name, js.UID)
+		in.Keys[key] = KeyPlacement{Snapshot: snap, Pins: pins}
+	}
+	return in, nil
 }
 
 // remember applies what the plan says placement's memory must change.

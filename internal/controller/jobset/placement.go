@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,52 +33,70 @@ const (
 )
 
 // Placement is what a decision of an exclusive-topology JobSet sees:
-// its key's domains from the domain cache (placement.Cache), its own pins
-// and its rank in the queue.
+// per exclusive-topology key its Jobs use, that key's domains and its own
+// pins; and its rank in the queue.
 type Placement struct {
-	Key      string
-	Snapshot placement.Snapshot
-	// Pins are the JobSet's Jobs' domains in the cluster, by Job name.
-	Pins     map[string]string
+	// Keys are, by exclusive-topology key, what placing the JobSet's Jobs
+	// of that key needs (Pathways: its head by hostname, its workers by
+	// node pool).
+	Keys     map[string]KeyPlacement
 	Priority int32
 	// GroupLabel and SizeLabel are the node-selector keys that ask for
 	// one multislice group.
 	GroupLabel, SizeLabel string
 }
 
-func exclusiveKey(js *api.JobSet) string {
-	if v := js.Annotations[api.ExclusiveKey]; v != "" {
-		return v
+// KeyPlacement is one key's domains from the domain cache
+// (placement.Cache) and the JobSet's pins among them.
+type KeyPlacement struct {
+	Snapshot placement.Snapshot
+	// Pins are the JobSet's Jobs' domains of this key in the cluster, by Job name.
+	Pins map[string]string
+}
+
+// placedKey is the exclusive-topology key a child Job is placed by (from
+// its annotations, which api.PlacementAnnotations decided per replicated
+// job), "" when the scheduler places it (no key, or upstream's
+// pre-labelled-nodes strategy).
+func placedKey(ann map[string]string) string {
+	if _, nodeSelectorStrategy := ann[api.NodeSelectorStrategyKey]; nodeSelectorStrategy {
+		return ""
 	}
-	for _, rj := range js.Spec.ReplicatedJobs {
-		if v := rj.Template.Annotations[api.ExclusiveKey]; v != "" {
-			return v
+	return ann[api.ExclusiveKey]
+}
+
+// placementKeys are the keys js's replicated jobs are placed by, sorted.
+func placementKeys(js *api.JobSet) []string {
+	var keys []string
+	for i := range js.Spec.ReplicatedJobs {
+		if k := placedKey(api.PlacementAnnotations(js, &js.Spec.ReplicatedJobs[i])); k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
 	}
-	return ""
+	sort.Strings(keys)
+	return keys
 }
 
-// needsPlacement: the JobSet's Jobs are placed by us, now (it runs, it
-// names an exclusive key, and not upstream's pre-labelled-nodes strategy).
-func needsPlacement(js *api.JobSet) (key string, ok bool) {
-	key = exclusiveKey(js)
-	if key == "" || ptr.Deref(js.Spec.Suspend, false) {
-		return "", false
-	}
-	if _, nodeSelectorStrategy := js.Annotations[api.NodeSelectorStrategyKey]; nodeSelectorStrategy {
-		return "", false
+// needsPlacement: some of the JobSet's Jobs are placed by us, now (it
+// runs and names an exclusive key); keys are the keys they are placed by.
+func needsPlacement(js *api.JobSet) (keys []string, ok bool) {
+	if ptr.Deref(js.Spec.Suspend, false) {
+		return nil, false
 	}
 	if _, done := finished(&js.Status); done != nil {
-		return "", false
+		return nil, false
 	}
-	return key, true
+	keys = placementKeys(js)
+	return keys, len(keys) > 0
 }
 
-// place pins the Jobs the plan creates or resumes to domains of the
-// exclusive key, all of them or none (placement.Decide): it writes the
-// TopologyAssigned condition, the Jobs' node selectors and, for a JobSet
-// that must wait, the requeue; the Plan says what placement's memory must
-// remember (HoldDomains, WaitForDomains).
+// place pins the Jobs the plan creates or resumes to domains of their
+// exclusive keys, all of them or none (placement.Decide, one key at a
+// time): it writes the TopologyAssigned condition, the Jobs' node
+// selectors and, for a JobSet that must wait, the requeue; the Plan says
+// what placement's memory must remember (HoldDomains, WaitForDomains).
+// Jobs of no key are held back with the others while the JobSet waits,
+// so a JobSet that waits holds nothing.
 func place(o Observed, p *Plan, e *statusEditor) {
 	in := o.Placement
 	jobs := append(append([]*batchv1.Job(nil), p.Create...), p.Resume...)
@@ -86,42 +106,92 @@ func place(o Observed, p *Plan, e *statusEditor) {
 	// Assign every Job of the attempt at once, including those still waiting
 	// for their previous incarnation to go: a restart is a gang too.
 	all := append(append([]*batchv1.Job(nil), jobs...), p.Pending...)
+	byKey := map[string][]*batchv1.Job{}
+	for _, j := range all {
+		if k := placedKey(j.Annotations); k != "" {
+			byKey[k] = append(byKey[k], j)
+		}
+	}
 	js := o.JobSet
 	name := js.Namespace + "/" + js.Name
+	hold := map[string]map[string]string{}
+	var assigned []string
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		kp, ok := in.Keys[key]
+		if !ok {
+			continue // not observed: the reconciler observes every key of placementKeys
+		}
+		me, result, held := placeKey(in, kp, key, name, js, byKey[key])
+		if result.Domains == nil {
+			p.WaitForDomains = &me
+			p.Create, p.Resume = nil, nil
+			p.RequeueAfter = waitingRequeue
+			e.put(TopologyAssigned, metav1.ConditionFalse, api.InsufficientCapacityReason, whyFor(byKey, key, result.Why), corev1.EventTypeWarning)
+			return
+		}
+		hold[key] = held
+		assigned = append(assigned, fmt.Sprintf("%s: %s", key, summary(held)))
+	}
+	for _, j := range jobs { // built fresh or copied by Decide: ours to change
+		key := placedKey(j.Annotations)
+		d, ok := hold[key][j.Name]
+		if !ok {
+			continue
+		}
+		j.Spec.Template.Spec.NodeSelector = merge(j.Spec.Template.Spec.NodeSelector, map[string]string{key: d})
+		j.Annotations = merge(j.Annotations, map[string]string{api.AssignedDomainAnnotation: d})
+	}
+	if len(hold) == 0 {
+		return
+	}
+	p.HoldDomains = hold
+	e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason,
+		"each child Job has its own "+strings.Join(assigned, "; "), corev1.EventTypeNormal)
+}
+
+// placeKey decides the domains of one key for jobs: held is every Job of
+// the JobSet's domain of this key, those it keeps and those it gets.
+func placeKey(in *Placement, kp KeyPlacement, key, name string, js *api.JobSet, jobs []*batchv1.Job) (placement.Waiter, placement.Result, map[string]string) {
 	// What this JobSet holds is read from its Jobs in the cluster (their
 	// pins survive a restart of the manager); memory adds only the Jobs of
 	// this request not created yet, so a Job scaled away frees its domain.
-	mine := maps.Clone(in.Pins)
+	mine := maps.Clone(kp.Pins)
 	if mine == nil {
 		mine = map[string]string{}
 	}
-	for _, j := range all {
-		if d, ok := in.Snapshot.Held[name][j.Name]; ok && mine[j.Name] == "" {
+	for _, j := range jobs {
+		if d, ok := kp.Snapshot.Held[name][j.Name]; ok && mine[j.Name] == "" {
 			mine[j.Name] = d
 		}
 	}
-	me := placement.Waiter{JobSet: name, Key: in.Key, Priority: in.Priority, Created: js.CreationTimestamp.Time,
-		Request: request(in, name, all, mine)}
-	result := placement.Decide(me, mine, in.Snapshot)
+	me := placement.Waiter{JobSet: name, Key: key, Priority: in.Priority, Created: js.CreationTimestamp.Time,
+		Request: request(in, key, name, jobs, mine)}
+	result := placement.Decide(me, mine, kp.Snapshot)
 	if result.Domains == nil {
-		p.WaitForDomains = &me
-		p.Create, p.Resume = nil, nil
-		p.RequeueAfter = waitingRequeue
-		e.put(TopologyAssigned, metav1.ConditionFalse, api.InsufficientCapacityReason, result.Why, corev1.EventTypeWarning)
-		return
+		return me, result, nil
 	}
 	held := mine
-	for _, j := range all {
+	for _, j := range jobs {
 		held[j.Name] = result.Domains[j.Name]
 	}
-	for _, j := range jobs { // built fresh or copied by Decide: ours to change
-		d := result.Domains[j.Name]
-		j.Spec.Template.Spec.NodeSelector = merge(j.Spec.Template.Spec.NodeSelector, map[string]string{in.Key: d})
-		j.Annotations = merge(j.Annotations, map[string]string{api.AssignedDomainAnnotation: d})
+	return me, result, held
+}
+
+// whyFor names the replicated jobs that wait when a JobSet places Jobs by
+// several keys (Pathways: "replicated job pathways-head (by
+// kubernetes.io/hostname): ...").
+func whyFor(byKey map[string][]*batchv1.Job, key, why string) string {
+	if len(byKey) < 2 {
+		return why
 	}
-	p.HoldDomains = held
-	e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason,
-		fmt.Sprintf("each child Job has its own %s: %s", in.Key, summary(held)), corev1.EventTypeNormal)
+	var rjobs []string
+	for _, j := range byKey[key] {
+		if r := j.Labels[api.ReplicatedJobNameKey]; !slices.Contains(rjobs, r) {
+			rjobs = append(rjobs, r)
+		}
+	}
+	return fmt.Sprintf("replicated job %s (by %s): %s; nothing of the JobSet is created until every replicated job has its domains",
+		strings.Join(rjobs, ", "), key, why)
 }
 
 func summary(m map[string]string) string {
@@ -143,13 +213,13 @@ func summary(m map[string]string) string {
 	return out
 }
 
-func request(in *Placement, jobSet string, jobs []*batchv1.Job, mine map[string]string) placement.Request {
-	req := placement.Request{JobSet: jobSet, Key: in.Key}
+func request(in *Placement, key, jobSet string, jobs []*batchv1.Job, mine map[string]string) placement.Request {
+	req := placement.Request{JobSet: jobSet, Key: key}
 	for _, j := range jobs {
 		spec := j.Spec.Template.Spec
 		sel := map[string]string{}
 		for k, v := range spec.NodeSelector {
-			if k != in.Key { // a stale pin from a previous attempt must not constrain the choice
+			if k != key { // a stale pin from a previous attempt must not constrain the choice
 				sel[k] = v
 			}
 			if k == in.GroupLabel || k == in.SizeLabel {

@@ -74,7 +74,7 @@ func TestPlaceIsAStageOfDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Observed{JobSet: js, Now: now}
 			if !tc.noPlacing {
-				o.Placement = &Placement{Key: gke.NodePoolLabel, Snapshot: tc.snapshot, Pins: tc.pins}
+				o.Placement = &Placement{Keys: map[string]KeyPlacement{gke.NodePoolLabel: {Snapshot: tc.snapshot, Pins: tc.pins}}}
 			}
 			p := Decide(o)
 			cond := meta.FindStatusCondition(p.Status.Conditions, string(TopologyAssigned))
@@ -104,7 +104,7 @@ func TestPlaceIsAStageOfDecide(t *testing.T) {
 					t.Errorf("%s: annotation %q, selector %q", j.Name, j.Annotations[api.AssignedDomainAnnotation], got[j.Name])
 				}
 			}
-			if !equalMaps(got, tc.wantPins) || !equalMaps(p.HoldDomains, tc.wantPins) {
+			if !equalMaps(got, tc.wantPins) || !equalMaps(p.HoldDomains[gke.NodePoolLabel], tc.wantPins) || len(p.HoldDomains) != 1 {
 				t.Fatalf("pinned %v, hold %v; want %v", got, p.HoldDomains, tc.wantPins)
 			}
 			if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != api.DomainsAssignedReason || !p.StatusChanged {
@@ -208,5 +208,119 @@ func TestInPlaceProgressWritesAreSpaced(t *testing.T) {
 		if p.StatusChanged != (tc.requeue == 0) || p.RequeueAfter != tc.requeue {
 			t.Errorf("%s: written %v, requeue %v; want requeue %v", tc.name, p.StatusChanged, p.RequeueAfter, tc.requeue)
 		}
+	}
+}
+
+// TestPlacementKeysPerReplicatedJob: each replicated job is placed by its
+// own key, the template's annotation over the JobSet's, as upstream.
+func TestPlacementKeysPerReplicatedJob(t *testing.T) {
+	const host = "kubernetes.io/hostname"
+	annotate := func(m map[string]string) func(*api.ReplicatedJob) {
+		return func(rj *api.ReplicatedJob) { rj.Template.Annotations = m }
+	}
+	none := annotate(nil)
+	cases := []struct {
+		name     string
+		jobSet   map[string]string
+		head     func(*api.ReplicatedJob)
+		worker   func(*api.ReplicatedJob)
+		wantKeys []string
+		want     map[string]string // replicated job -> key its Jobs carry
+	}{
+		{"JobSet level: every replicated job", map[string]string{api.ExclusiveKey: gke.NodePoolLabel}, none, none,
+			[]string{gke.NodePoolLabel}, map[string]string{"head": gke.NodePoolLabel, "worker": gke.NodePoolLabel}},
+		{"Job level: only the one that asks", nil, none, annotate(map[string]string{api.ExclusiveKey: gke.NodePoolLabel}),
+			[]string{gke.NodePoolLabel}, map[string]string{"head": "", "worker": gke.NodePoolLabel}},
+		{"Pathways: each its own key", nil, annotate(map[string]string{api.ExclusiveKey: host}), annotate(map[string]string{api.ExclusiveKey: gke.NodePoolLabel}),
+			[]string{gke.NodePoolLabel, host}, map[string]string{"head": host, "worker": gke.NodePoolLabel}},
+		{"mixed: the template wins over the JobSet", map[string]string{api.ExclusiveKey: gke.NodePoolLabel}, annotate(map[string]string{api.ExclusiveKey: host}), none,
+			[]string{gke.NodePoolLabel, host}, map[string]string{"head": host, "worker": gke.NodePoolLabel}},
+		{"node-selector strategy: pre-labelled nodes, not ours", map[string]string{api.ExclusiveKey: gke.NodePoolLabel, api.NodeSelectorStrategyKey: "true"}, none, none,
+			nil, map[string]string{"head": "", "worker": ""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			js := testobj.NewJobSet("ns", "p").ReplicatedJob("head", 1, 1).LastReplicatedJob(tc.head).
+				ReplicatedJob("worker", 2, 2).LastReplicatedJob(tc.worker).
+				Edit(func(js *api.JobSet) { js.Annotations = tc.jobSet }).Obj()
+			if got := placementKeys(js); strings.Join(got, ",") != strings.Join(tc.wantKeys, ",") {
+				t.Errorf("keys %v, want %v", got, tc.wantKeys)
+			}
+			p := Decide(Observed{JobSet: js, Now: time.Now()})
+			for _, j := range p.Create {
+				rj := j.Labels[api.ReplicatedJobNameKey]
+				if got := placedKey(j.Annotations); got != tc.want[rj] {
+					t.Errorf("%s placed by %q, want %q", j.Name, got, tc.want[rj])
+				}
+			}
+		})
+	}
+}
+
+// TestPlaceByEveryKey: a Pathways JobSet's head gets a host of the CPU
+// pool and each worker Job its own TPU pool, in one decision; when the
+// head finds no host, nothing is created and no pool is held.
+func TestPlaceByEveryKey(t *testing.T) {
+	const host = "kubernetes.io/hostname"
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	js := testobj.NewJobSet("ns", "pw").
+		ReplicatedJob("pathways-head", 1, 1).LastReplicatedJob(func(rj *api.ReplicatedJob) {
+		rj.Template.Annotations = map[string]string{api.ExclusiveKey: host}
+		rj.Template.Spec.Template.Spec.NodeSelector = map[string]string{gke.NodePoolLabel: "cpu-np"}
+	}).
+		ReplicatedJob("worker", 2, 2).LastReplicatedJob(func(rj *api.ReplicatedJob) {
+		rj.Template.Annotations = map[string]string{api.ExclusiveKey: gke.NodePoolLabel}
+	}).Edit(func(js *api.JobSet) { js.UID, js.CreationTimestamp = "u", metav1.NewTime(now) }).Obj()
+	hosts := func(names ...string) []placement.Domain {
+		var out []placement.Domain
+		for _, n := range names {
+			out = append(out, placement.Domain{Value: n, Nodes: []placement.Node{{Name: n, Healthy: true,
+				Labels: map[string]string{host: n, gke.NodePoolLabel: "cpu-np"}}}})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		cpuHosts  []placement.Domain
+		wantHead  string
+		wantWhyIn string
+	}{
+		{"both placed", hosts("cpu-np-0"), "cpu-np-0", ""},
+		{"no host for the head: all wait", func() []placement.Domain { d := hosts("cpu-np-0"); d[0].Holder = "ns/other"; return d }(), "",
+			"replicated job pathways-head (by kubernetes.io/hostname)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Observed{JobSet: js, Now: now, Placement: &Placement{Keys: map[string]KeyPlacement{
+				host:              {Snapshot: placement.Snapshot{Domains: tc.cpuHosts}},
+				gke.NodePoolLabel: {Snapshot: placement.Snapshot{Domains: pools("np-0", "np-1")}},
+			}}}
+			p := Decide(o)
+			cond := meta.FindStatusCondition(p.Status.Conditions, string(TopologyAssigned))
+			if tc.wantHead == "" {
+				if len(p.Create) != 0 || p.HoldDomains != nil || p.WaitForDomains == nil || p.WaitForDomains.Key != host {
+					t.Fatalf("create %d, hold %v, wait %+v: want nothing created or held, waiting for a host", len(p.Create), p.HoldDomains, p.WaitForDomains)
+				}
+				if cond == nil || !strings.Contains(cond.Message, tc.wantWhyIn) {
+					t.Fatalf("condition %+v, want one saying %q", cond, tc.wantWhyIn)
+				}
+				return
+			}
+			got := map[string]string{}
+			for _, j := range p.Create {
+				key := placedKey(j.Annotations)
+				got[j.Name] = key + "=" + j.Spec.Template.Spec.NodeSelector[key]
+			}
+			want := map[string]string{"pw-pathways-head-0": host + "=cpu-np-0",
+				"pw-worker-0": gke.NodePoolLabel + "=np-0", "pw-worker-1": gke.NodePoolLabel + "=np-1"}
+			if !equalMaps(got, want) {
+				t.Fatalf("pinned %v, want %v", got, want)
+			}
+			if p.HoldDomains[host]["pw-pathways-head-0"] != "cpu-np-0" || len(p.HoldDomains[gke.NodePoolLabel]) != 2 {
+				t.Fatalf("hold %v", p.HoldDomains)
+			}
+			if cond == nil || cond.Status != metav1.ConditionTrue {
+				t.Fatalf("condition %+v", cond)
+			}
+		})
 	}
 }

@@ -79,9 +79,10 @@ type Plan struct {
 	// ReleaseDomains: the JobSet lets its domains go (it finished, is
 	// suspended, or its pods cannot be created while Delete holds its Jobs).
 	ReleaseDomains bool
-	// HoldDomains reserves domains for the JobSet's Jobs (Job name ->
-	// domain), those not created yet included; WaitForDomains queues it.
-	HoldDomains    map[string]string
+	// HoldDomains reserves domains for the JobSet's Jobs (exclusive key ->
+	// Job name -> domain), those not created yet included; WaitForDomains
+	// queues it.
+	HoldDomains    map[string]map[string]string
 	WaitForDomains *placement.Waiter
 	// Workload and PodGroups are created before Create's Jobs
 	// (spec.scheduling); DeleteWorkload and DeletePodGroups name a
@@ -110,6 +111,7 @@ func Decide(o Observed) (p Plan) {
 		batchCounts(o, &p)
 	}()
 
+	advise(js, e)
 	c := sortChildren(js, o.Jobs, o.Gates.RestartJob)
 	status.ReplicatedJobsStatus = replicatedJobsStatus(js, c)
 	if o.Gates.ExecutionAttemptsTracking {

@@ -182,11 +182,11 @@ func onlyConflicts(err error) bool {
 // nothing (a Job's counts changed) read no snapshot and take no lock.
 func (r *Reconciler) decide(ctx context.Context, js *api.JobSet, o Observed) (Plan, error) {
 	plan := Decide(o)
-	if key, ok := needsPlacement(js); ok && r.Domains != nil && len(plan.Create)+len(plan.Resume) > 0 {
+	if keys, ok := needsPlacement(js); ok && r.Domains != nil && len(plan.Create)+len(plan.Resume) > 0 {
 		r.placing.Lock()
 		defer r.placing.Unlock()
 		var err error
-		if o.Placement, err = r.observePlacement(ctx, js, key); err != nil {
+		if o.Placement, err = r.observePlacement(ctx, js, keys); err != nil {
 			return Plan{}, err
 		}
 		plan = Decide(o)

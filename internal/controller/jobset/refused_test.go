@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/multislice/multislice/internal/gke"
 )
 
 func TestAfterCreate(t *testing.T) {
@@ -38,7 +40,7 @@ func TestAfterCreate(t *testing.T) {
 		{"forbidden, placed", placed, forbidden, metav1.ConditionFalse, metav1.ConditionFalse, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Plan{Create: []*batchv1.Job{{}}, HoldDomains: map[string]string{"js-w-0": "np-1"}}
+			p := &Plan{Create: []*batchv1.Job{{}}, HoldDomains: map[string]map[string]string{gke.NodePoolLabel: {"js-w-0": "np-1"}}}
 			p.Status.Conditions = append([]metav1.Condition(nil), tc.conditions...)
 			remember := afterCreate(p, tc.err, now)
 			if remember != tc.release || p.ReleaseDomains != tc.release {

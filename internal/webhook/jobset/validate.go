@@ -76,13 +76,13 @@ func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("failurePolicy", "maxRestarts"), fp.MaxRestarts, "must be 0 or more (0: the first failure fails the JobSet)"))
 	}
 	errs = append(errs, validateExclusiveKeys(js)...)
+	errs = append(errs, tpu.CheckJobSet(js).Errors...)
 	if m := js.Spec.ManagedBy; m != nil {
 		errs = append(errs, validateManagedBy(*m, spec.Child("managedBy"))...)
 	}
 	for i, rj := range js.Spec.ReplicatedJobs {
 		p := spec.Child("replicatedJobs").Index(i)
 		errs = append(errs, validateReplicatedJob(js, name, i, &rj, p)...)
-		errs = append(errs, tpu.ValidateJobSpec(&rj.Template.Spec, int(rj.Replicas), p.Child("template", "spec"))...)
 		if fp := js.Spec.FailurePolicy; fp != nil && fp.RestartStrategy == api.InPlaceRestart && gates.InPlaceRestart {
 			errs = append(errs, validateInPlace(&rj, p.Child("template", "spec"))...)
 		}
@@ -298,11 +298,12 @@ func validateClaims(js *api.JobSet, jsName string, p *field.Path) field.ErrorLis
 // but not acted on while its feature gate is off (as upstream, which
 // stores such a field and does not enforce it).
 func Warnings(js *api.JobSet, gates features.Gates) []string {
+	var out []string
 	if js.Spec.ActiveDeadlineSeconds != nil && !gates.ActiveDeadlineSeconds {
-		return []string{"spec.activeDeadlineSeconds is not enforced: the manager's feature gate " + features.ActiveDeadlineSeconds +
-			" is off (multislice manager --feature-gates=" + features.ActiveDeadlineSeconds + "=true)"}
+		out = append(out, "spec.activeDeadlineSeconds is not enforced: the manager's feature gate "+features.ActiveDeadlineSeconds+
+			" is off (multislice manager --feature-gates="+features.ActiveDeadlineSeconds+"=true)")
 	}
-	return nil
+	return append(out, tpu.CheckJobSet(js).Advice...)
 }
 
 // ValidateUpdate: replicated jobs are immutable, except that while the

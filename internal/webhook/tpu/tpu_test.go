@@ -2,6 +2,7 @@ package tpu
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -116,42 +117,85 @@ func TestInjectPlainIndexedJob(t *testing.T) {
 	}
 }
 
-func TestValidateJobSpec(t *testing.T) {
+// TestCheckClasses pins every TPU check's class: a shape GKE refuses too,
+// or that cannot run, is an error; our advice is a warning, never a refusal.
+func TestCheckClasses(t *testing.T) {
+	backoff := func(n int32) *batchv1.Job { j := tpuJob("a", 2, "4", v4x2); j.Spec.BackoffLimit = ptr.To(n); return j }
 	cases := []struct {
 		name   string
 		job    *batchv1.Job
 		slices int
-		want   []string // one substring per expected error; empty = valid
+		check  Check  // "" for a valid shape: no finding at all
+		want   string // a substring of the finding
 	}{
-		{"valid v4-16 slice", tpuJob("a", 2, "4", v4x2), 4, nil},
+		{"valid v4-16 slice", tpuJob("a", 2, "4", v4x2), 4, "", ""},
 		{"no TPUs: not checked", func() *batchv1.Job {
 			j := tpuJob("a", 3, "4", v4x2)
 			j.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
 			return j
-		}(), 1, nil},
-		{"parallelism and completions", tpuJob("a", 3, "4", v4x2), 1, []string{"spec.parallelism: Invalid value: 3: v4-16 (tpu-v4-podslice 2x2x2) has 2 hosts: set parallelism to 2", "spec.completions: Invalid value: 3: set completions to 2, the hosts of v4-16"}},
-		{"chips", tpuJob("a", 2, "8", v4x2), 1, []string{`spec.template.spec.containers[0].resources.limits[google.com/tpu]: Invalid value: 8: tpu-v4-podslice 2x2x2 has 4 chips per host: request google.com/tpu: 4`}},
-		{"backoff", func() *batchv1.Job { j := tpuJob("a", 2, "4", v4x2); j.Spec.BackoffLimit = ptr.To(int32(3)); return j }(), 4,
-			[]string{"spec.backoffLimit: Invalid value: 3: a multislice workload needs backoffLimit: 0"}},
-		{"single-host multislice", tpuJob("a", 1, "4", tpuSelector("tpu-v4-podslice", "2x2x1")), 2,
-			[]string{"cannot use single-host slices (v4-8 is one host)"}},
-		{"bad pair", tpuJob("a", 2, "4", tpuSelector("tpu-v6e-slice", "2x2x2")), 1,
-			[]string{"v6e topologies have 2 dimensions"}},
-		{"half a selector", tpuJob("a", 2, "4", tpuSelector("tpu-v4-podslice", "")), 1,
-			[]string{"spec.template.spec.nodeSelector: Required value"}},
+		}(), 1, "", ""},
+		{"in-place shape keeps its backoffLimit", func() *batchv1.Job {
+			j := backoff(math.MaxInt32)
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+			return j
+		}(), 4, "", ""},
+		{"a single slice may retry pods", backoff(8), 1, "", ""},
+		{"parallelism", func() *batchv1.Job { j := tpuJob("a", 3, "4", v4x2); j.Spec.Completions = ptr.To(int32(2)); return j }(), 1,
+			CheckParallelism, "spec.parallelism: Invalid value: 3: v4-16 (tpu-v4-podslice 2x2x2) has 2 hosts: set parallelism to 2"},
+		{"completions", func() *batchv1.Job { j := tpuJob("a", 2, "4", v4x2); j.Spec.Completions = ptr.To(int32(3)); return j }(), 1,
+			CheckCompletions, "spec.completions: Invalid value: 3: set completions to 2, the hosts of v4-16"},
+		{"chips", tpuJob("a", 2, "8", v4x2), 1, CheckChips,
+			`spec.template.spec.containers[0].resources.limits[google.com/tpu]: Invalid value: 8: tpu-v4-podslice 2x2x2 has 4 chips per host: request google.com/tpu: 4`},
+		{"bad pair", tpuJob("a", 2, "4", tpuSelector("tpu-v6e-slice", "2x2x2")), 1, CheckShape, "v6e topologies have 2 dimensions"},
+		{"xpk's Pathways worker: backoffLimit 4 x hosts", backoff(8), 2, CheckBackoffLimit,
+			"spec.backoffLimit: a failed pod is retried inside its slice, up to 8 times"},
+		{"single-host multislice", tpuJob("a", 1, "4", tpuSelector("tpu-v4-podslice", "2x2x1")), 2, CheckSingleHostMany,
+			"2 slices of v4-8, one host each"},
+		{"half a selector", tpuJob("a", 2, "4", tpuSelector("tpu-v4-podslice", "")), 1, CheckSelector,
+			"spec.template.spec.nodeSelector: selects only one of"},
+		{"NonIndexed", func() *batchv1.Job {
+			j := tpuJob("a", 2, "4", v4x2)
+			j.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
+			return j
+		}(), 2, CheckCompletionMode, "spec.completionMode: Invalid value: \"NonIndexed\": exclusive placement"},
 	}
+	seen := map[Check]bool{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			errs := ValidateJobSpec(&c.job.Spec, c.slices, field.NewPath("spec"))
-			if len(errs) != len(c.want) {
-				t.Fatalf("got %d errors %v, want %d", len(errs), errs, len(c.want))
+			p := field.NewPath("spec")
+			f := CheckJobSpec(&c.job.Spec, c.slices, p)
+			f.Merge(CheckCompletionModeForExclusive(&c.job.Spec, true, false, p))
+			var refused, advised []string
+			for _, e := range f.Errors {
+				refused = append(refused, e.Error())
 			}
-			for i, w := range c.want {
-				if !strings.Contains(errs[i].Error(), w) {
-					t.Errorf("error %q does not contain %q", errs[i].Error(), w)
+			advised = f.Advice
+			if c.check == "" {
+				if len(refused)+len(advised) > 0 {
+					t.Fatalf("a valid shape: errors %q, advice %q", refused, advised)
 				}
+				return
+			}
+			seen[c.check] = true
+			got, other := refused, advised
+			if Classes[c.check] == Advise {
+				got, other = advised, refused
+			}
+			if len(got) != 1 || !strings.Contains(got[0], c.want) || len(other) != 0 {
+				t.Fatalf("check %s is a %s: want one %q there; errors %q, advice %q", c.check, Classes[c.check], c.want, refused, advised)
 			}
 		})
+	}
+	for check := range Classes {
+		if !seen[check] {
+			t.Errorf("check %s has no case", check)
+		}
+	}
+	// GKE's own refusals stay errors; what GKE runs is never refused.
+	for check, want := range map[Check]Class{CheckShape: Refuse, CheckChips: Refuse, CheckParallelism: Refuse, CheckBackoffLimit: Advise} {
+		if Classes[check] != want {
+			t.Errorf("check %s is a %s, want %s", check, Classes[check], want)
+		}
 	}
 }
 

@@ -9,14 +9,78 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 )
 
-// ValidateJobSpec checks a TPU Job (or a JobSet's Job template) against its
+// Findings are what the TPU checks of one Job (or Job template) found,
+// sorted as GKE sorts them: Errors are shapes GKE refuses too or that
+// cannot run (no slice has them), and refuse admission; Advice is ours
+// alone (the shape runs, maybe not as the user expects) and becomes an
+// admission warning, which kubectl prints, and an event. Admission
+// follows GKE: a check GKE does not make never refuses what GKE runs.
+type Findings struct {
+	Errors field.ErrorList
+	Advice []string
+}
+
+// Check names each TPU check, for the table in docs/tpu-webhook.md and
+// the test that pins every check's class.
+type Check string
+
+const (
+	CheckSelector       Check = "selector"        // accelerator and topology selected together
+	CheckShape          Check = "shape"           // a known accelerator with a topology it has
+	CheckChips          Check = "chips"           // google.com/tpu = the chips per host
+	CheckParallelism    Check = "parallelism"     // one pod per host of the slice
+	CheckCompletions    Check = "completions"     // as many completions as hosts
+	CheckSingleHostMany Check = "single-host"     // several single-host slices
+	CheckBackoffLimit   Check = "backoff-limit"   // a failed pod fails its slice
+	CheckCompletionMode Check = "completion-mode" // exclusive placement needs Indexed
+)
+
+// Class says whether a check refuses (Refuse) or advises (Advise).
+type Class string
+
+const (
+	Refuse Class = "error"
+	Advise Class = "warning"
+)
+
+// Classes is every check's class: one home for the sorting that docs and
+// tests state.
+var Classes = map[Check]Class{
+	CheckSelector:       Advise,
+	CheckShape:          Refuse,
+	CheckChips:          Refuse,
+	CheckParallelism:    Refuse,
+	CheckCompletions:    Refuse,
+	CheckSingleHostMany: Advise,
+	CheckBackoffLimit:   Advise,
+	CheckCompletionMode: Refuse,
+}
+
+// add files err under check's class: an error, or advice in its words.
+func (f *Findings) add(check Check, err *field.Error) {
+	if Classes[check] == Refuse {
+		f.Errors = append(f.Errors, err)
+		return
+	}
+	f.Advice = append(f.Advice, fmt.Sprintf("%s: %s", err.Field, err.Detail))
+}
+
+// Merge appends other's findings.
+func (f *Findings) Merge(other Findings) {
+	f.Errors = append(f.Errors, other.Errors...)
+	f.Advice = append(f.Advice, other.Advice...)
+}
+
+// CheckJobSpec checks a TPU Job (or a JobSet's Job template) against its
 // slice: slices is how many such Jobs run together (replicas of a JobSet's
 // replicated job; 1 for a plain Job). Templates that request no TPUs or name
-// no accelerator and topology are not checked.
-func ValidateJobSpec(spec *batchv1.JobSpec, slices int, p *field.Path) field.ErrorList {
+// neither accelerator nor topology are not checked.
+func CheckJobSpec(spec *batchv1.JobSpec, slices int, p *field.Path) Findings {
+	var f Findings
 	pod := spec.Template.Spec
 	sel := pod.NodeSelector
 	chips, containerIdx, list := 0, -1, "containers"
@@ -31,42 +95,85 @@ func ValidateJobSpec(spec *batchv1.JobSpec, slices int, p *field.Path) field.Err
 		}
 	}
 	if containerIdx < 0 || sel[gke.AcceleratorLabel] == "" && sel[gke.TopologyLabel] == "" {
-		return nil
+		return f
 	}
 	selPath := p.Child("template", "spec", "nodeSelector")
 	if sel[gke.AcceleratorLabel] == "" || sel[gke.TopologyLabel] == "" {
-		return field.ErrorList{field.Required(selPath, fmt.Sprintf("a TPU workload selects both %s and %s", gke.AcceleratorLabel, gke.TopologyLabel))}
+		f.add(CheckSelector, field.Required(selPath, fmt.Sprintf("selects only one of %s and %s: the slice's shape is unknown, "+
+			"so its pods get no TPU_TOPOLOGY or TPU_HOST_BOUNDS from us and the scheduler may mix shapes; select both",
+			gke.AcceleratorLabel, gke.TopologyLabel)))
+		return f
 	}
 	shape, err := ShapeOf(sel, chips)
 	if err != nil {
-		return field.ErrorList{field.Invalid(selPath.Key(gke.TopologyLabel), sel[gke.TopologyLabel], err.Error())}
+		f.add(CheckShape, field.Invalid(selPath.Key(gke.TopologyLabel), sel[gke.TopologyLabel], err.Error()))
+		return f
 	}
-	var errs field.ErrorList
 	limitPath := p.Child("template", "spec", list).Index(containerIdx).Child("resources", "limits").Key(gke.TPUResource)
 	if chips != shape.ChipsPerHost {
-		errs = append(errs, field.Invalid(limitPath, chips, fmt.Sprintf("%s %s has %d chips per host: request google.com/tpu: %d",
+		f.add(CheckChips, field.Invalid(limitPath, chips, fmt.Sprintf("%s %s has %d chips per host: request google.com/tpu: %d",
 			shape.Accelerator, shape.Topology, shape.ChipsPerHost, shape.ChipsPerHost)))
 	}
 	hosts := int32(shape.Hosts)
 	if v := ptr.Deref(spec.Parallelism, 1); v != hosts {
-		errs = append(errs, field.Invalid(p.Child("parallelism"), v, fmt.Sprintf("%s (%s %s) has %d hosts: set parallelism to %d, one pod per host",
+		f.add(CheckParallelism, field.Invalid(p.Child("parallelism"), v, fmt.Sprintf("%s (%s %s) has %d hosts: set parallelism to %d, one pod per host",
 			shape.AcceleratorType(), shape.Accelerator, shape.Topology, hosts, hosts)))
 	}
 	if spec.Completions != nil && *spec.Completions != hosts {
-		errs = append(errs, field.Invalid(p.Child("completions"), *spec.Completions, fmt.Sprintf("set completions to %d, the hosts of %s", hosts, shape.AcceleratorType())))
+		f.add(CheckCompletions, field.Invalid(p.Child("completions"), *spec.Completions, fmt.Sprintf("set completions to %d, the hosts of %s", hosts, shape.AcceleratorType())))
 	}
 	if slices > 1 {
 		if !shape.MultiHost() {
-			errs = append(errs, field.Invalid(selPath.Key(gke.TopologyLabel), shape.Topology.String(),
-				fmt.Sprintf("a multislice workload cannot use single-host slices (%s is one host): choose a multi-host topology", shape.AcceleratorType())))
+			f.add(CheckSingleHostMany, field.Invalid(selPath.Key(gke.TopologyLabel), shape.Topology.String(),
+				fmt.Sprintf("%d slices of %s, one host each: they talk only over the data-centre network; a multi-host topology keeps a slice on ICI", slices, shape.AcceleratorType())))
 		}
 		if v := ptr.Deref(spec.BackoffLimit, 6); v != 0 && !inPlaceShape(spec) {
-			errs = append(errs, field.Invalid(p.Child("backoffLimit"), v,
-				"a multislice workload needs backoffLimit: 0, so a failed pod fails its slice and the JobSet restarts every slice "+
-					"(or, for restartStrategy InPlaceRestart, 2147483647 with podReplacementPolicy: Failed)"))
+			f.add(CheckBackoffLimit, field.Invalid(p.Child("backoffLimit"), v, fmt.Sprintf(
+				"a failed pod is retried inside its slice, up to %d times, while the other slices wait for it; only then does the slice's Job fail "+
+					"and the JobSet restart every slice (its failure policy). Set backoffLimit: 0 for a failed pod to restart every slice at once", v)))
 		}
 	}
-	return errs
+	return f
+}
+
+// CheckJobSet runs the TPU checks on every replicated job of js: its shape
+// against its slice, and exclusive placement against its completion mode.
+// The JobSet webhook refuses the errors and warns the advice; the
+// controller records the advice as an event on the JobSet.
+func CheckJobSet(js *api.JobSet) Findings {
+	var f Findings
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		p := field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec")
+		f.Merge(CheckJobSpec(&rj.Template.Spec, int(rj.Replicas), p))
+		ann := api.PlacementAnnotations(js, rj)
+		_, exclusive := ann[api.ExclusiveKey]
+		_, nodeSelector := ann[api.NodeSelectorStrategyKey]
+		f.Merge(CheckCompletionModeForExclusive(&rj.Template.Spec, exclusive, nodeSelector, p))
+	}
+	return f
+}
+
+// ValidateJobSpec is CheckJobSpec's refusals alone.
+func ValidateJobSpec(spec *batchv1.JobSpec, slices int, p *field.Path) field.ErrorList {
+	return CheckJobSpec(spec, slices, p).Errors
+}
+
+// CheckCompletionModeForExclusive refuses exclusive placement of a
+// NonIndexed Job template (upstream #1284): its pods have no completion
+// index, so neither placement's leader nor a TPU worker id exists (a TPU
+// program would fail far from the cause). The node-selector strategy,
+// which needs no index, is the exception.
+func CheckCompletionModeForExclusive(spec *batchv1.JobSpec, exclusive, nodeSelectorStrategy bool, p *field.Path) Findings {
+	var f Findings
+	if !exclusive || nodeSelectorStrategy || ptr.Deref(spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion {
+		return f
+	}
+	f.add(CheckCompletionMode, field.Invalid(p.Child("completionMode"), string(ptr.Deref(spec.CompletionMode, batchv1.NonIndexedCompletion)),
+		"exclusive placement (alpha.jobset.sigs.k8s.io/exclusive-topology) needs completionMode: Indexed: a NonIndexed pod has no "+
+			"completion index, so it gets no TPU_WORKER_ID or TPU_WORKER_HOSTNAMES; set completionMode: Indexed "+
+			"(or use alpha.jobset.sigs.k8s.io/node-selector-strategy with pre-labelled nodes)"))
+	return f
 }
 
 // inPlaceShape is a Job of an in-place restart JobSet (KEP-467): it never

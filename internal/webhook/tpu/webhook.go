@@ -45,7 +45,8 @@ func (w *JobWebhook) Default(_ context.Context, job *batchv1.Job) error {
 	return nil
 }
 
-// ValidateCreate refuses TPU Jobs whose shape cannot work.
+// ValidateCreate refuses TPU Jobs whose shape cannot run and advises on
+// the rest (CheckJobSpec).
 func (w *JobWebhook) ValidateCreate(_ context.Context, job *batchv1.Job) (admission.Warnings, error) {
 	if w.StandAside {
 		return nil, nil
@@ -54,11 +55,11 @@ func (w *JobWebhook) ValidateCreate(_ context.Context, job *batchv1.Job) (admiss
 	if n, err := strconv.Atoi(job.Labels[jobset.ReplicatedJobReplicas]); err == nil && job.Labels[jobset.JobSetNameKey] != "" {
 		slices = n
 	}
-	errs := ValidateJobSpec(&job.Spec, slices, field.NewPath("spec"))
-	if len(errs) == 0 {
-		return nil, nil
+	f := CheckJobSpec(&job.Spec, slices, field.NewPath("spec"))
+	if len(f.Errors) == 0 {
+		return f.Advice, nil
 	}
-	return nil, apierrors.NewInvalid(batchv1.SchemeGroupVersion.WithKind("Job").GroupKind(), job.Name, errs)
+	return f.Advice, apierrors.NewInvalid(batchv1.SchemeGroupVersion.WithKind("Job").GroupKind(), job.Name, f.Errors)
 }
 
 // ValidateUpdate allows every update: the shape of a Job's pods is immutable.
