@@ -12,8 +12,8 @@ import (
 
 // trackStart keeps status.startTime as KEP-1186 defines it (as a Job's):
 // set when the JobSet runs, cleared while it is suspended, so that a
-// resume starts the count again; a restart keeps it, so a run that keeps
-// failing still meets its deadline.
+// resume starts the count again. A restart of the whole JobSet sets it
+// anew (restartAll); a restart of one Job (RestartJob) keeps it.
 func trackStart(js *api.JobSet, status *api.JobSetStatus, now time.Time) {
 	switch {
 	case ptr.Deref(js.Spec.Suspend, false):

@@ -23,23 +23,30 @@ func TestActiveDeadline(t *testing.T) {
 		suspend  bool
 		start    *metav1.Time
 		restarts int32
+		rule     api.FailurePolicyAction // "": no rule (RestartJobSet)
 		outcomes []batchv1.JobConditionType
 		// want
-		startTime   *metav1.Time
-		failed      bool
-		completed   bool
-		deleted     int
-		requeueUpTo time.Duration // 0: no requeue for the deadline
+		startTime    *metav1.Time
+		failed       bool
+		completed    bool
+		deleted      int
+		requeueUpTo  time.Duration // 0: no requeue for the deadline
+		wantRestarts int32         // of the whole JobSet, when not tc.restarts
 	}{
 		{name: "first run sets startTime", gates: on, deadline: ptr.To(int64(60)), startTime: ptr.To(metav1.NewTime(now)), requeueUpTo: time.Minute},
 		{name: "within the deadline: look again when it runs out", gates: on, deadline: ptr.To(int64(60)), start: started(45 * time.Second),
 			startTime: started(45 * time.Second), requeueUpTo: 15 * time.Second},
 		{name: "past it: fails, every Job stops", gates: on, deadline: ptr.To(int64(60)), start: started(61 * time.Second),
 			startTime: started(61 * time.Second), failed: true, deleted: 2},
-		{name: "a restart does not reset it", gates: on, deadline: ptr.To(int64(60)), start: started(61 * time.Second), restarts: 3,
+		{name: "restarts before do not reset it", gates: on, deadline: ptr.To(int64(60)), start: started(61 * time.Second), restarts: 3,
 			startTime: started(61 * time.Second), failed: true, deleted: 2},
-		{name: "deadline and a failed Job: the deadline wins", gates: on, deadline: ptr.To(int64(60)), start: started(61 * time.Second),
-			outcomes: []batchv1.JobConditionType{batchv1.JobFailed}, startTime: started(61 * time.Second), failed: true, deleted: 1},
+		{name: "a restart of the whole JobSet resets it", gates: on, deadline: ptr.To(int64(60)), start: started(30 * time.Second),
+			outcomes: []batchv1.JobConditionType{batchv1.JobFailed}, startTime: ptr.To(metav1.NewTime(now)), wantRestarts: 1},
+		{name: "a restart of one Job keeps it", gates: features.Gates{ActiveDeadlineSeconds: true, RestartJob: true}, deadline: ptr.To(int64(60)),
+			start: started(30 * time.Second), rule: api.RestartJob,
+			outcomes: []batchv1.JobConditionType{batchv1.JobFailed}, startTime: started(30 * time.Second)},
+		{name: "deadline and a failed Job in one reconcile: the failure policy wins", gates: on, deadline: ptr.To(int64(60)), start: started(61 * time.Second),
+			outcomes: []batchv1.JobConditionType{batchv1.JobFailed}, startTime: ptr.To(metav1.NewTime(now)), wantRestarts: 1},
 		{name: "deadline and success: success wins", gates: on, deadline: ptr.To(int64(60)), start: started(61 * time.Second),
 			outcomes: []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobComplete}, startTime: started(61 * time.Second), completed: true, deleted: 0},
 		{name: "suspended: not counting, startTime cleared", gates: on, deadline: ptr.To(int64(60)), suspend: true, start: started(61 * time.Second)},
@@ -50,11 +57,17 @@ func TestActiveDeadline(t *testing.T) {
 			js := jobSet(2, func(js *api.JobSet) {
 				js.Spec.ActiveDeadlineSeconds, js.Spec.Suspend = tc.deadline, ptr.To(tc.suspend)
 				js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: 5}
+				if tc.rule != "" {
+					js.Spec.FailurePolicy.Rules = []api.FailurePolicyRule{{Name: "r", Action: tc.rule}}
+				}
 				js.Status.StartTime, js.Status.Restarts = tc.start, tc.restarts
 			})
 			p := Decide(Observed{JobSet: js, Jobs: childJobs(js, tc.outcomes...), Now: now, Gates: tc.gates})
 			if !ptr.Equal(p.Status.StartTime, tc.startTime) && !(p.Status.StartTime != nil && tc.startTime != nil && p.Status.StartTime.Equal(tc.startTime)) {
 				t.Errorf("startTime %v, want %v", p.Status.StartTime, tc.startTime)
+			}
+			if want := max(tc.wantRestarts, tc.restarts); p.Status.Restarts != want {
+				t.Errorf("restarts %d, want %d", p.Status.Restarts, want)
 			}
 			failed := meta.FindStatusCondition(p.Status.Conditions, string(api.JobSetFailed))
 			if got := failed != nil && failed.Reason == api.DeadlineExceededReason; got != tc.failed {

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
@@ -113,6 +114,11 @@ func restartAll(e *statusEditor, gates features.Gates, counts bool, reason strin
 	}
 	if counts {
 		e.status.RestartsCountTowardsMax++
+	}
+	if gates.ActiveDeadlineSeconds {
+		// KEP-1186 as merged: a restart of the whole JobSet is a fresh
+		// run, as a resume is; its deadline counts from now.
+		e.status.StartTime = ptr.To(e.now)
 	}
 	e.changed = true
 	e.set(api.JobSetRestartingJobSet, metav1.ConditionTrue, reason,

@@ -125,7 +125,10 @@ func Decide(o Observed) (p Plan) {
 	}
 	if o.Gates.ActiveDeadlineSeconds {
 		trackStart(js, &status, o.Now)
-		if left, ok := deadlineLeft(js, &status, o.Now); ok && left <= 0 {
+		// A Job that failed in the same reconcile goes to the failure
+		// policy first (KEP-1186): it restarts (and so renews the
+		// deadline) or fails the JobSet with its own reason.
+		if left, ok := deadlineLeft(js, &status, o.Now); ok && left <= 0 && len(c.failed) == 0 {
 			if len(c.succeeded) > 0 && succeeded(js, status.ReplicatedJobsStatus) {
 				e.complete() // success is judged first: a finished run is never failed by its deadline
 			} else {
@@ -133,7 +136,7 @@ func Decide(o Observed) (p Plan) {
 			}
 			p.Delete = notDeleting(c.active)
 			return p
-		} else if ok {
+		} else if ok && left > 0 {
 			defer func() {
 				if p.RequeueAfter == 0 || left < p.RequeueAfter {
 					p.RequeueAfter = left // look again when the deadline runs out
