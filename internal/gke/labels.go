@@ -15,6 +15,9 @@ const (
 	AcceleratorCountLabel = "cloud.google.com/gke-accelerator-count"
 	// InstanceTypeLabel is the machine type, e.g. ct4p-hightpu-4t.
 	InstanceTypeLabel = "node.kubernetes.io/instance-type"
+	// HostnameLabel is the node's name: Pathways' head is placed
+	// exclusively by it (one head per host).
+	HostnameLabel = "kubernetes.io/hostname"
 
 	// MultisliceGroupLabel and MultisliceGroupSizeLabel are the seed's
 	// names for the labels that join node pools into a multislice group.

@@ -7,6 +7,7 @@ package placement
 
 import (
 	"fmt"
+	gslices "slices"
 	"sort"
 	"strings"
 
@@ -108,8 +109,8 @@ func Assign(req Request, domains []Domain) Result {
 	case got != nil:
 		return Result{Domains: got}
 	case !anyFits(req.Jobs[0], domains):
-		return Result{Why: fmt.Sprintf("none of the cluster's %d domains suits it: it needs %s whose nodes all match the nodeSelector%s and are tolerated; nothing fits until one exists, so check the template",
-			len(domains), describe(req), selectorText(req.Jobs[0].NodeSelector))}
+		return Result{Why: fmt.Sprintf("none of the cluster's %d domains suits it: it needs %s whose nodes all match the nodeSelector%s and are tolerated; nothing fits until one exists, so check the template%s",
+			len(domains), describe(req), selectorText(req.Jobs[0].NodeSelector), poolsText(req.Jobs[0].NodeSelector, domains))}
 	}
 	return Result{Why: why}
 }
@@ -270,6 +271,32 @@ func describe(req Request) string {
 	}
 	parts = append(parts, fmt.Sprintf("%s (%d hosts each)", unit, j.Pods))
 	return strings.Join(parts, " ")
+}
+
+// poolsText names the node pools there are when the nodeSelector asks for
+// one (a Pathways head's cpu-np): the fix is then to add it or pick one.
+func poolsText(sel map[string]string, domains []Domain) string {
+	want, ok := sel[gke.NodePoolLabel]
+	if !ok {
+		return ""
+	}
+	var pools []string
+	for _, d := range domains {
+		for _, n := range d.Nodes {
+			if p := n.Labels[gke.NodePoolLabel]; p != "" && !gslices.Contains(pools, p) {
+				pools = append(pools, p)
+			}
+		}
+	}
+	sort.Strings(pools)
+	if len(pools) > 8 {
+		pools = append(pools[:8], fmt.Sprintf("... (%d in all)", len(pools)))
+	}
+	if len(pools) == 0 {
+		return fmt.Sprintf(" (no node pool %s; the cluster's nodes have no %s label)", want, gke.NodePoolLabel)
+	}
+	return fmt.Sprintf(" (no node pool %s among the pools %s: add it, e.g. multislice nodepool create %s --machine-type=e2-standard-8 --num-nodes=1)",
+		want, strings.Join(pools, ", "), want)
 }
 
 func selectorText(sel map[string]string) string {

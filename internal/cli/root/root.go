@@ -19,6 +19,7 @@ import (
 	"github.com/multislice/multislice/internal/cli/logs"
 	"github.com/multislice/multislice/internal/cli/manager"
 	"github.com/multislice/multislice/internal/cli/nodepool"
+	"github.com/multislice/multislice/internal/cli/standin"
 	"github.com/multislice/multislice/internal/cli/status"
 	"github.com/multislice/multislice/internal/cli/up"
 	"github.com/multislice/multislice/internal/cli/workload"
@@ -45,7 +46,7 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetErr(f.Err)
 	f.BindClientFlags(cmd.PersistentFlags())
 	cmd.AddCommand(up.NewCmdUp(f, nil), down.NewCmdDown(f, nil), status.NewCmdStatus(f, nil), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f, nil), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f, nil), chaos.NewCmdSimAgents(f, nil), up.NewCmdRegistry(f, nil), image.NewCmdImage(f), agent.NewCmdAgent(f, nil), logs.NewCmdLogs(f, nil), dashboard.NewCmdDashboard(f, nil), kueue.NewCmdKueue(f))
+		manager.NewCmdManager(f, nil), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f, nil), chaos.NewCmdSimAgents(f, nil), up.NewCmdRegistry(f, nil), image.NewCmdImage(f), agent.NewCmdAgent(f, nil), logs.NewCmdLogs(f, nil), dashboard.NewCmdDashboard(f, nil), kueue.NewCmdKueue(f), standin.NewCmdPathwaysStandin(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }

@@ -23,7 +23,7 @@ import (
 // NewCmdWorkload is `multislice workload`.
 func NewCmdWorkload(f *cli.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "workload", Short: "Create, list and delete multislice workloads (JobSets)"}
-	cmd.AddCommand(NewCmdCreate(f, nil), NewCmdList(f, nil), NewCmdDelete(f, nil))
+	cmd.AddCommand(NewCmdCreate(f, nil), NewCmdCreatePathways(f, nil), NewCmdList(f, nil), NewCmdDelete(f, nil))
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -60,10 +61,10 @@ func node(p Resolved, i int) *corev1.Node {
 	for k, v := range p.Labels {
 		labels[k] = v
 	}
-	// Placeholder CPU and memory: enough that TPU workloads fit; not GKE's figures.
+	cpu, memGi := cpuMachine(p.MachineType)
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("8"),
-		corev1.ResourceMemory: resource.MustParse("32Gi"),
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(cpu), resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse(strconv.Itoa(memGi) + "Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
 	var taints []corev1.Taint
@@ -103,4 +104,20 @@ func node(p Resolved, i int) *corev1.Node {
 			},
 		},
 	}
+}
+
+// cpuMachine is a CPU machine type's vCPUs and memory (GiB) from its name,
+// as GCE names them (<series>-<standard|highmem|highcpu>-<vCPUs>: 4, 8 or
+// 1 GiB per vCPU), so that xpk's Pathways head (24 CPUs, 132 GB) fits
+// cpu-np of n2-standard-64 as on GKE. Other names get 8 vCPUs and 32 GiB.
+func cpuMachine(machineType string) (cpu, memGi int) {
+	parts := strings.Split(machineType, "-")
+	if len(parts) == 3 {
+		n, err := strconv.Atoi(parts[2])
+		perCPU := map[string]int{"standard": 4, "highmem": 8, "highcpu": 1}[parts[1]]
+		if err == nil && n > 0 && n <= 416 && perCPU > 0 {
+			return n, n * perCPU
+		}
+	}
+	return 8, 32
 }

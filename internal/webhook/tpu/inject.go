@@ -45,10 +45,16 @@ func Inject(job *batchv1.Job) bool {
 			fieldEnv("TPU_WORKER_ID", batchv1.JobCompletionIndexAnnotation),
 			corev1.EnvVar{Name: "TPU_WORKER_HOSTNAMES", Value: strings.Join(hosts, ",")})
 		if js, rjob := job.Labels[jobset.JobSetNameKey], job.Labels[jobset.ReplicatedJobNameKey]; js != "" && rjob != "" {
+			// A JobSet's coordinator (Pathways: its head) coordinates its
+			// slices too, as xpk's workers say from the same label.
+			coordinator := job.Labels[jobset.CoordinatorKey]
+			if coordinator == "" {
+				coordinator = naming.PodHostname(naming.JobName(js, rjob, 0), 0) + "." + pod.Subdomain
+			}
 			env = append(env,
 				fieldEnv("MEGASCALE_NUM_SLICES", jobset.ReplicatedJobReplicas),
 				fieldEnv("MEGASCALE_SLICE_ID", jobset.JobIndexKey),
-				corev1.EnvVar{Name: "MEGASCALE_COORDINATOR_ADDRESS", Value: naming.PodHostname(naming.JobName(js, rjob, 0), 0) + "." + pod.Subdomain})
+				corev1.EnvVar{Name: "MEGASCALE_COORDINATOR_ADDRESS", Value: coordinator})
 		}
 	}
 	if job.Labels[jobset.JobSetNameKey] != "" {
