@@ -30,7 +30,9 @@ func TestWorkerConnectsAndExitsAsTold(t *testing.T) {
 	rmEnv := env(map[string]string{"REPLICATED_JOB_NAME": "pathways-head", "JOBSET_NAME": "pw", "HOST_ADDRESS": "pw-pathways-head-0-0.pw"})
 	rmCtx, stopRM := context.WithCancel(ctx)
 	defer stopRM()
-	go func() { _ = Run(rmCtx, Options{Role: "resource-manager", ServerPort: rmPort, Host: "127.0.0.1", Getenv: rmEnv, Out: &bytes.Buffer{}}) }()
+	go func() {
+		_ = Run(rmCtx, Options{Role: "resource-manager", ServerPort: rmPort, Host: "127.0.0.1", Getenv: rmEnv, Out: &bytes.Buffer{}})
+	}()
 	var out bytes.Buffer
 	err := Run(ctx, Options{Role: "worker", ServerPort: freePort(t), ResourceManager: "127.0.0.1:" + strconv.Itoa(rmPort), Host: "127.0.0.1", Out: &out,
 		Getenv: env(map[string]string{"MEGASCALE_NUM_SLICES": "2", "MEGASCALE_SLICE_ID": "1", "MEGASCALE_COORDINATOR_ADDRESS": "pw-pathways-head-0-0.pw",

@@ -53,9 +53,13 @@ type PathwaysSpec struct {
 	// ElasticSlices > 0 lets that many slices fail without failing the
 	// workload; each worker Job then retries MaxSliceRestarts times per host.
 	ElasticSlices, MaxSliceRestarts int
-	Priority, QueueName             string
-	GracePeriod                     int64
-	Env                             map[string]string
+	// MaxRestarts are restarts of the whole JobSet before it fails. xpk
+	// takes the flag and leaves it out of Pathways' JobSet (0: a worker
+	// Job that fails fails the workload); ours writes it.
+	MaxRestarts         int32
+	Priority, QueueName string
+	GracePeriod         int64
+	Env                 map[string]string
 }
 
 // BuildPathways validates the spec and writes its JobSet in xpk's shape.
@@ -77,6 +81,9 @@ func BuildPathways(s PathwaysSpec) (*api.JobSet, error) {
 	}
 	if s.ElasticSlices < 0 || s.ElasticSlices >= max(s.Slices, 1) {
 		errs = append(errs, fmt.Sprintf("--elastic-slices: 0 to %d, fewer than --num-slices (got %d)", max(s.Slices-1, 0), s.ElasticSlices))
+	}
+	if s.MaxRestarts < 0 {
+		errs = append(errs, "--max-restarts: must not be negative")
 	}
 	if s.MaxSliceRestarts < 0 {
 		errs = append(errs, "--max-slice-restarts: must not be negative")
@@ -111,7 +118,7 @@ func BuildPathways(s PathwaysSpec) (*api.JobSet, error) {
 		Spec: api.JobSetSpec{
 			Coordinator:    &api.Coordinator{ReplicatedJob: PathwaysHead},
 			Network:        &api.Network{EnableDNSHostnames: ptr.To(true), PublishNotReadyAddresses: ptr.To(true)},
-			FailurePolicy:  &api.FailurePolicy{RestartStrategy: api.Recreate},
+			FailurePolicy:  &api.FailurePolicy{RestartStrategy: api.Recreate, MaxRestarts: s.MaxRestarts},
 			StartupPolicy:  &api.StartupPolicy{StartupPolicyOrder: api.InOrder},
 			ReplicatedJobs: []api.ReplicatedJob{pathwaysHead(s, shape), pathwaysWorkers(s, shape)},
 			Suspend:        ptr.To(false),

@@ -90,7 +90,7 @@ func TestExamples(t *testing.T) {
 		}
 		waitNoPods(t, c)
 	}
-	for _, file := range realExamples { // their cluster is TestRealHosts's
+	for _, file := range append(realExamples, pathwaysExamples...) { // their clusters are TestRealHosts's and TestPathways's
 		covered[file] = true
 	}
 	for _, file := range exampleFiles(t, root) {

@@ -69,6 +69,7 @@ own image plays them (multislice pathways-standin), so the workload runs on the 
 	fl.StringVar(&o.Spec.GCSLocation, "pathways-gcs-location", workload.DefaultGCSLocation, "Pathways' scratch location")
 	fl.IntVar(&o.Spec.ElasticSlices, "elastic-slices", 0, "slices that may fail without failing the workload")
 	fl.IntVar(&o.Spec.MaxSliceRestarts, "max-slice-restarts", 1, "with --elastic-slices: restarts of a slice's workers per host before its Job fails")
+	fl.Int32Var(&o.Spec.MaxRestarts, "max-restarts", 0, "restarts of the whole workload before it fails (xpk ignores it for Pathways: 0)")
 	fl.StringVar(&o.Spec.Priority, "priority", "", "PriorityClass of the workers: very-low, low, medium, high, very-high")
 	fl.StringVar(&o.Spec.QueueName, "kueue-queue", "", "Kueue LocalQueue to submit to (label kueue.x-k8s.io/queue-name)")
 	fl.StringArrayVar(&o.env, "env", nil, "an environment variable KEY=VALUE of your program, repeatable")
