@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/workload"
 )
 
@@ -27,10 +28,13 @@ type JobSet struct {
 	Restarts    int32  `json:"restarts"`
 	MaxRestarts int32  `json:"maxRestarts"`
 	// InPlaceAttempt is the current in-place restart attempt (KEP-467), if any.
-	InPlaceAttempt *int32             `json:"inPlaceAttempt,omitempty"`
-	Slices         []Slice            `json:"slices"`
-	Conditions     []metav1.Condition `json:"conditions"`
-	Events         []string           `json:"events"`
+	InPlaceAttempt *int32  `json:"inPlaceAttempt,omitempty"`
+	Slices         []Slice `json:"slices"`
+	// Others are the child Jobs whose pods request no TPU (Pathways'
+	// head, a driver): not slices, shown apart.
+	Others     []Slice            `json:"others,omitempty"`
+	Conditions []metav1.Condition `json:"conditions"`
+	Events     []string           `json:"events"`
 }
 
 // ResourceName is the JobSet as `kubectl get -o name` names it.
@@ -80,6 +84,12 @@ func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []c
 			InPlaceAttempt: p.Annotations[api.InPlaceRestartAttemptKey],
 		})
 	}
+	// In a TPU JobSet, a Job whose pods request no TPU is not a slice; in
+	// one with no TPU at all, every Job is shown as one.
+	anyTPU := false
+	for i := range jobs {
+		anyTPU = anyTPU || gke.RequestsTPU(jobs[i].Spec.Template.Spec)
+	}
 	for _, j := range jobs {
 		if j.DeletionTimestamp != nil {
 			continue
@@ -92,10 +102,17 @@ func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []c
 		attempt, _ := strconv.Atoi(j.Labels[api.RestartsKey])
 		w := byJob[j.Name]
 		sort.Slice(w, func(a, b int) bool { return w[a].Index < w[b].Index })
-		v.Slices = append(v.Slices, Slice{Job: j.Name, ReplicatedJob: j.Labels[api.ReplicatedJobNameKey],
-			Domain: j.Annotations[api.AssignedDomainAnnotation], Slice: global, Index: idx, Attempt: attempt, Workers: w})
+		s := Slice{Job: j.Name, ReplicatedJob: j.Labels[api.ReplicatedJobNameKey],
+			Domain: j.Annotations[api.AssignedDomainAnnotation], Slice: global, Index: idx, Attempt: attempt, Workers: w}
+		if !anyTPU || gke.RequestsTPU(j.Spec.Template.Spec) {
+			v.Slices = append(v.Slices, s)
+		} else {
+			v.Others = append(v.Others, s)
+		}
 	}
-	sort.Slice(v.Slices, func(a, b int) bool { return v.Slices[a].Slice < v.Slices[b].Slice })
+	for _, list := range [][]Slice{v.Slices, v.Others} {
+		sort.Slice(list, func(a, b int) bool { return list[a].Slice < list[b].Slice })
+	}
 	sort.Slice(events, func(a, b int) bool { return eventTime(events[a]).Before(eventTime(events[b])) })
 	for _, e := range events[max(0, len(events)-8):] {
 		v.Events = append(v.Events, fmt.Sprintf("%s %s %s: %s", eventTime(e).Format("15:04:05"), e.Type, e.Reason, e.Message))

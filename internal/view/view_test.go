@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -159,5 +160,25 @@ func TestSummarizeSliceIdentity(t *testing.T) {
 	}
 	if want := []string{"0=js-driver-0", "1=js-workers-0", "2=js-workers-1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("slices %q, want %q", got, want)
+	}
+}
+
+// TestPathwaysHeadIsNotASlice: in a TPU JobSet, the Job whose pods request
+// no TPU (Pathways' head) is shown apart from the slices.
+func TestPathwaysHeadIsNotASlice(t *testing.T) {
+	job := func(name, rjob, global string, tpu bool) batchv1.Job {
+		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			api.ReplicatedJobNameKey: rjob, api.JobGlobalIndexKey: global, api.JobIndexKey: "0"}}}
+		j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c"}}
+		if tpu {
+			j.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}
+		}
+		return j
+	}
+	js := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "pw"}}
+	v := Summarize(js, []batchv1.Job{job("pw-pathways-head-0", "pathways-head", "0", false),
+		job("pw-worker-0", "worker", "1", true), job("pw-worker-1", "worker", "2", true)}, nil, nil)
+	if len(v.Slices) != 2 || v.Slices[0].Job != "pw-worker-0" || len(v.Others) != 1 || v.Others[0].Job != "pw-pathways-head-0" {
+		t.Fatalf("slices %+v, others %+v", v.Slices, v.Others)
 	}
 }

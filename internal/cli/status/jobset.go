@@ -41,6 +41,20 @@ func Print(out io.Writer, v view.JobSet) {
 		}
 	}
 	w.Flush()
+	if len(v.Others) > 0 {
+		fmt.Fprintln(out, "\nNOT SLICES (their pods request no TPU, e.g. Pathways' head)")
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "JOB\tREPLICATED JOB\tDOMAIN\tPOD\tNODE\tPHASE\tATTEMPT")
+		for _, s := range v.Others {
+			for _, wk := range s.Workers {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Job, s.ReplicatedJob, dash(s.Domain), wk.Pod, dash(wk.Node), wk.Phase, wk.Attempt)
+			}
+			if len(s.Workers) == 0 {
+				fmt.Fprintf(w, "%s\t%s\t%s\t-\t-\t-\t%d\n", s.Job, s.ReplicatedJob, dash(s.Domain), s.Attempt)
+			}
+		}
+		w.Flush()
+	}
 	fmt.Fprintln(out, "\nCONDITIONS")
 	for _, c := range v.Conditions {
 		fmt.Fprintf(out, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)

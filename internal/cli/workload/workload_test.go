@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -136,4 +137,35 @@ func TestDeleteRun(t *testing.T) {
 
 func testSpec(name string) workload.Spec {
 	return workload.Spec{Name: name, Namespace: "team-a", TPUType: "v4-16", Slices: 2, Command: "python t.py", Image: "python:3.12"}
+}
+
+// TestCreatePathways: xpk's flags fill the spec; the workload is refused,
+// naming the pool and how to add it, on a cluster without cpu-np, and
+// created once the pool is there.
+func TestCreatePathways(t *testing.T) {
+	f, out := factory(t)
+	var got *PathwaysOptions
+	cmd := NewCmdCreatePathways(f, func(_ context.Context, o *PathwaysOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--workload=pw", "--tpu-type=v5p-16", "--num-slices=4", "--headless", "--elastic-slices=1", "--max-slice-restarts=2",
+		"--proxy-server-image=p:1", "--server-image=s:1", "--pathways-gcs-location=gs://b/tmp", "--priority=high", "--kueue-queue=q"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	s := got.Spec
+	if s.Name != "pw" || s.TPUType != "v5p-16" || s.Slices != 4 || !s.Headless || s.ElasticSlices != 1 || s.MaxSliceRestarts != 2 ||
+		s.ProxyImage != "p:1" || s.ServerImage != "s:1" || s.GCSLocation != "gs://b/tmp" || s.Priority != "high" || s.QueueName != "q" || s.Namespace != "team-a" {
+		t.Errorf("spec %+v", s)
+	}
+
+	o := &PathwaysOptions{F: f, Spec: workload.PathwaysSpec{Name: "pw", Namespace: "team-a", TPUType: "v4-16", Slices: 2, Command: "python t.py"}}
+	err := createPathwaysRun(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "node pool cpu-np") || !strings.Contains(err.Error(), "multislice nodepool create cpu-np") {
+		t.Fatalf("no cpu-np: error %v, want one naming the pool and how to add it", err)
+	}
+	cpu := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-np-0", Labels: map[string]string{"cloud.google.com/gke-nodepool": "cpu-np"}}}
+	f, out = factory(t, cpu)
+	o.F = f
+	if err := createPathwaysRun(context.Background(), o); err != nil || !strings.Contains(out.String(), "workload pw created") {
+		t.Fatalf("with cpu-np: %v, %q", err, out.String())
+	}
 }
