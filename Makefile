@@ -19,7 +19,7 @@ REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 CREATED  := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE    ?= ghcr.io/multislice/multislice:$(VERSION)
 
-.PHONY: all build binaries packages demo demo-real test test-unit test-e2e fmt vet clean generate verify-generated image release
+.PHONY: all build binaries controlplane packages demo demo-real test test-unit test-e2e fmt vet clean generate verify-generated image release
 
 all: build
 
@@ -32,7 +32,12 @@ $(MULTISLICE): $(GO_SOURCES)
 ## binaries: the pinned control plane (etcd, kube-*, kwok) and real hosts' parts (kubelet,
 ## kube-proxy, containerd, CNI plugins, CoreDNS), cached in bin/ by version
 binaries:
-	@./hack/build-controlplane.sh
+	@./hack/build-controlplane.sh all
+
+## controlplane: only what a simulated fleet needs (etcd, kube-apiserver, kube-scheduler,
+## kube-controller-manager, kwok): `make demo` builds no part it does not start
+controlplane:
+	@./hack/build-controlplane.sh control-plane
 
 ## generate: deepcopy functions and the CRD from api/ (controller-gen, pinned)
 generate: $(CONTROLLER_GEN)
@@ -56,7 +61,7 @@ release:
 	go run ./hack/release -image $(IMAGE) -out dist/install.yaml
 
 ## demo: start the local cluster and run a TPU Indexed Job on the simulated fleet
-demo: binaries build
+demo: controlplane build
 	@./hack/demo.sh
 
 ## demo-real: real hosts (examples/fleet-real.yaml), the trainer on two real slices, a worker

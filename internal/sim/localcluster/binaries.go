@@ -90,8 +90,11 @@ func (b Binaries) Check(realHosts bool) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%w\nbuild the pinned control plane with `make binaries` (about 26 minutes on two cores the first time; cached afterwards), or point MULTISLICE_BIN_DIR at a directory that has them",
-			errors.Join(errs...))
+		build := "`make controlplane` (etcd, kube-*, kwok: about 15 minutes on two cores the first time; cached afterwards)"
+		if realHosts {
+			build = "`make binaries` (the control plane and real hosts' parts: about 27 minutes on two cores the first time; cached afterwards)"
+		}
+		return fmt.Errorf("%w\nbuild them with %s, or point MULTISLICE_BIN_DIR at a directory that has them", errors.Join(errs...), build)
 	}
 	return nil
 }
