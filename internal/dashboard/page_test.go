@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -68,5 +69,38 @@ func TestBuildAndRender(t *testing.T) {
 	empty, err := (&renderer{}).render(Build(Snapshot{Now: now}))
 	if err != nil || !strings.Contains(string(assemble(empty)), "no JobSet") {
 		t.Errorf("empty page: %v\n%s", err, assemble(empty))
+	}
+}
+
+// TestPathwaysHeadApart: Pathways' head (its pods request no TPU) is drawn
+// apart from the slices and does not count as a worker.
+func TestPathwaysHeadApart(t *testing.T) {
+	js := api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pw"}}
+	job := func(name, rjob, global string, tpu bool) batchv1.Job {
+		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{api.JobSetNameKey: "pw",
+			api.ReplicatedJobNameKey: rjob, api.JobGlobalIndexKey: global, api.JobIndexKey: "0"}}}
+		j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c"}}
+		if tpu {
+			j.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}
+		}
+		return j
+	}
+	pod := func(name, jobName string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{api.JobSetNameKey: "pw", "job-name": jobName},
+			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	page := Build(Snapshot{JobSets: []api.JobSet{js},
+		Jobs: []batchv1.Job{job("pw-pathways-head-0", "pathways-head", "0", false), job("pw-worker-0", "worker", "1", true)},
+		Pods: []corev1.Pod{pod("h", "pw-pathways-head-0"), pod("w", "pw-worker-0")}, Now: time.Now()})
+	if w := page.Workloads[0]; w.Workers != 1 || len(w.Others) != 1 {
+		t.Fatalf("workers %d, others %+v: want the worker counted, the head apart", w.Workers, w.Others)
+	}
+	var r renderer
+	sections, err := r.render(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if html := string(assemble(sections)); !strings.Contains(html, `data-other="pw-pathways-head-0"`) || !strings.Contains(html, "not a slice") {
+		t.Errorf("the head is not drawn apart")
 	}
 }

@@ -59,6 +59,19 @@ func TestPathways(t *testing.T) {
 	}
 
 	head, workers := pathwaysRunning(t, c, "pw", 0)
+	// InOrder: the worker Jobs come once the head is ready.
+	var ready metav1.Time
+	for _, cond := range head.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			ready = cond.LastTransitionTime
+		}
+	}
+	for _, w := range workers {
+		j, err := c.Client.BatchV1().Jobs("default").Get(context.Background(), w.Labels["job-name"], metav1.GetOptions{})
+		if err != nil || j.CreationTimestamp.Before(&ready) {
+			t.Errorf("worker Job %s created %v, before the head was ready (%v): %v", w.Labels["job-name"], j.CreationTimestamp, ready, err)
+		}
+	}
 	coordinator := head.Labels[api.CoordinatorKey]
 	if want := "pw-pathways-head-0-0.pw"; coordinator != want {
 		t.Errorf("coordinator label %q, want %q", coordinator, want)
