@@ -68,8 +68,11 @@ func TestPathways(t *testing.T) {
 	}
 	for _, w := range workers {
 		j, err := c.Client.BatchV1().Jobs("default").Get(context.Background(), w.Labels["job-name"], metav1.GetOptions{})
-		if err != nil || j.CreationTimestamp.Before(&ready) {
-			t.Errorf("worker Job %s created %v, before the head was ready (%v): %v", w.Labels["job-name"], j.CreationTimestamp, ready, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.CreationTimestamp.Before(&ready) {
+			t.Errorf("worker Job %s created %v, before the head was ready (%v)", j.Name, j.CreationTimestamp, ready)
 		}
 	}
 	coordinator := head.Labels[api.CoordinatorKey]
