@@ -268,6 +268,8 @@ func describe(req Request) string {
 	unit := "domains of " + req.Key
 	if req.Key == gke.NodePoolLabel {
 		unit = "pools"
+	} else if pool, ok := j.NodeSelector[gke.NodePoolLabel]; ok {
+		unit += " in node pool " + pool // Pathways' head: a host of cpu-np
 	}
 	parts = append(parts, fmt.Sprintf("%s (%d hosts each)", unit, j.Pods))
 	return strings.Join(parts, " ")

@@ -133,9 +133,10 @@ func TestPathways(t *testing.T) {
 
 	// The generator's rendering (with --max-restarts, which xpk leaves
 	// out), piped to kubectl: the worker Job used up restarts the JobSet
-	// once, and the head's success completes it.
+	// once, a host lost restarts it on the spare pool, and the head's
+	// success completes it.
 	gen := exec.Command(filepath.Join(c.Bin, "multislice"), "workload", "create-pathways", "--workload=pw2", "--tpu-type=v4-16",
-		"--num-slices=2", "--max-restarts=1", "--command=python3 train.py", "-n", "default", "--dry-run", "-o", "yaml")
+		"--num-slices=2", "--max-restarts=2", "--command=python3 train.py", "-n", "default", "--dry-run", "-o", "yaml")
 	gen.Env = append(os.Environ(), "MULTISLICE_HOME="+c.Home)
 	rendered, err := gen.Output()
 	if err != nil {
@@ -153,9 +154,24 @@ func TestPathways(t *testing.T) {
 		js := getJobSet(t, c, "pw2")
 		return js.Status.Restarts == 1, fmt.Sprintf("restarts %d after a worker Job used up its backoffLimit", js.Status.Restarts)
 	})
-	head, _ = pathwaysRunning(t, c, "pw2", 1)
+	head, workers = pathwaysRunning(t, c, "pw2", 1)
 	if js := getJobSet(t, c, "pw2"); js.Status.Restarts != 1 {
 		t.Fatalf("restarts %d, want exactly 1", js.Status.Restarts)
+	}
+
+	// A worker's host fails: its slice is repaired onto the spare pool,
+	// every Job restarts, the head stays a host of cpu-np.
+	node, err := c.Client.CoreV1().Nodes().Get(context.Background(), workers[0].Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := node.Labels[gke.NodePoolLabel]
+	c.MustRun("chaos", "fail-host", "--nodepool", failed)
+	head, workers = pathwaysRunning(t, c, "pw2", 2)
+	for _, w := range workers {
+		if n, err := c.Client.CoreV1().Nodes().Get(context.Background(), w.Spec.NodeName, metav1.GetOptions{}); err != nil || n.Labels[gke.NodePoolLabel] == failed {
+			t.Fatalf("worker %s on the failed pool %s (%v)", w.Name, failed, err)
+		}
 	}
 	finishPod(t, c, head.Name, "0")
 	waitCompleted(t, c, "pw2")
@@ -165,6 +181,23 @@ func TestPathways(t *testing.T) {
 		t.Fatalf("apply the example: %v\n%s", err, out)
 	}
 	pathwaysRunning(t, c, "pathways", 0)
+
+	// A second one finds no free host of cpu-np (the first head has it):
+	// it waits, saying so, and creates nothing, so it holds no TPU pool.
+	gen = exec.Command(filepath.Join(c.Bin, "multislice"), "workload", "create-pathways", "--workload=pw3", "--tpu-type=v4-16",
+		"--num-slices=2", "--command=python3 train.py", "-n", "default")
+	gen.Env = append(os.Environ(), "MULTISLICE_HOME="+c.Home, "KUBECONFIG="+filepath.Join(c.Home, "kubeconfig"))
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("create-pathways: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cond := meta.FindStatusCondition(getJobSet(t, c, "pw3").Status.Conditions, string(api.JobSetTopologyAssigned))
+		return cond != nil && cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, "replicated job pathways-head (by kubernetes.io/hostname)") &&
+			strings.Contains(cond.Message, "in node pool cpu-np"), fmt.Sprintf("condition %+v", cond)
+	})
+	if jobs := jobsOf(t, c, "pw3"); len(jobs) != 0 {
+		t.Errorf("a waiting Pathways JobSet created %d Jobs", len(jobs))
+	}
 }
 
 // usedUp fails a worker pod's container again and again, from restart

@@ -126,7 +126,7 @@ func place(o Observed, p *Plan, e *statusEditor) {
 			p.WaitForDomains = &me
 			p.Create, p.Resume = nil, nil
 			p.RequeueAfter = waitingRequeue
-			e.put(TopologyAssigned, metav1.ConditionFalse, api.InsufficientCapacityReason, whyFor(byKey, key, result.Why), corev1.EventTypeWarning)
+			e.put(TopologyAssigned, metav1.ConditionFalse, api.InsufficientCapacityReason, whyFor(len(in.Keys), byKey[key], key, result.Why), corev1.EventTypeWarning)
 			return
 		}
 		hold[key] = held
@@ -177,20 +177,20 @@ func placeKey(in *Placement, kp KeyPlacement, key, name string, js *api.JobSet, 
 	return me, result, held
 }
 
-// whyFor names the replicated jobs that wait when a JobSet places Jobs by
-// several keys (Pathways: "replicated job pathways-head (by
+// whyFor names the replicated jobs that wait when a JobSet places its
+// Jobs by several keys (Pathways: "replicated job pathways-head (by
 // kubernetes.io/hostname): ...").
-func whyFor(byKey map[string][]*batchv1.Job, key, why string) string {
-	if len(byKey) < 2 {
+func whyFor(keys int, waiting []*batchv1.Job, key, why string) string {
+	if keys < 2 {
 		return why
 	}
 	var rjobs []string
-	for _, j := range byKey[key] {
+	for _, j := range waiting {
 		if r := j.Labels[api.ReplicatedJobNameKey]; !slices.Contains(rjobs, r) {
 			rjobs = append(rjobs, r)
 		}
 	}
-	return fmt.Sprintf("replicated job %s (by %s): %s; nothing of the JobSet is created until every replicated job has its domains",
+	return fmt.Sprintf("replicated job %s (by %s): %s; nothing more of the JobSet is created until every replicated job has its domains",
 		strings.Join(rjobs, ", "), key, why)
 }
 
