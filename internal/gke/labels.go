@@ -19,6 +19,19 @@ const (
 	// exclusively by it (one head per host).
 	HostnameLabel = "kubernetes.io/hostname"
 
+	// SliceTopologyAnnotation is the pod annotation with which a tpu7x
+	// workload asks for a slice formed at schedule time (dynamic slicing:
+	// stitched from 4x4x4 sub-blocks, or cut from one), selecting only the
+	// accelerator.
+	SliceTopologyAnnotation = "cloud.google.com/gke-tpu-slice-topology"
+	// TopologyBlockLabel and PartitionCubeLabel place a tpu7x node in its
+	// block and its 4x4x4 sub-block (one node pool per sub-block).
+	TopologyBlockLabel = "cloud.google.com/gce-topology-block"
+	PartitionCubeLabel = "cloud.google.com/gke-tpu-partition-4x4x4-id"
+	// PodSetRequiredTopologyAnnotation is Kueue's pod annotation naming the
+	// topology level a pod set must fit in; GKE's sub-slicing needs it.
+	PodSetRequiredTopologyAnnotation = "kueue.x-k8s.io/podset-required-topology"
+
 	// MultisliceGroupLabel and MultisliceGroupSizeLabel are the seed's
 	// names for the labels that join node pools into a multislice group.
 	MultisliceGroupLabel     = "MultisliceGroup"

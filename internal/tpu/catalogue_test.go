@@ -116,3 +116,29 @@ func TestForMachineType(t *testing.T) {
 		t.Fatalf("ForMachineType = %s %d %v, want v5e 8", g.Name, chips, err)
 	}
 }
+
+func TestDynamicSlice(t *testing.T) {
+	for _, tc := range []struct {
+		topology string
+		hosts    int
+		sub      bool
+		fail     string // a substring of the error; "" for a shape that forms
+	}{
+		{"4x4x4", 16, false, ""}, {"4x4x8", 32, false, ""}, {"16x24x24", 2304, false, ""},
+		{"2x2x4", 4, true, ""}, {"2x4x4", 8, true, ""},
+		{"2x2x2", 0, false, "stitched from 4x4x4 cubes"}, {"4x4x6", 0, false, "stitched from 4x4x4 cubes"},
+		{"4x4", 0, false, "stitched from 4x4x4 cubes"}, {"24x24x24", 0, false, "at most 9216 chips"},
+		{"8x4x4", 0, false, "non-decreasing order, as 4x4x8"},
+	} {
+		s, sub, err := DynamicSlice(tc.topology)
+		if tc.fail != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.fail) {
+				t.Errorf("%s: error %v, want one saying %q", tc.topology, err, tc.fail)
+			}
+			continue
+		}
+		if err != nil || sub != tc.sub || s.Hosts != tc.hosts {
+			t.Errorf("%s: hosts %d, sub %v, err %v", tc.topology, s.Hosts, sub, err)
+		}
+	}
+}

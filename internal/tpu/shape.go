@@ -166,3 +166,47 @@ func chipBounds(chipsPerHost int) [3]int {
 }
 
 func joinInts(v [3]int) string { return fmt.Sprintf("%d,%d,%d", v[0], v[1], v[2]) }
+
+// Dynamic slicing (tpu7x): slices formed at schedule time from sub-blocks.
+const (
+	// CubeDim is the edge of a tpu7x sub-block: a 4x4x4 cube of 16 VMs.
+	CubeDim = 4
+	// MaxDynamicChips bounds a super-slice: one block's chips.
+	MaxDynamicChips = 9216
+)
+
+// SubSlices are the shapes a tpu7x cube is cut into (sub-slicing).
+var SubSlices = []string{"2x2x4", "2x4x4"}
+
+// DynamicSlice resolves the shape a pod asks for with GKE's slice-topology
+// annotation: a super-slice stitched from whole cubes (every dimension a
+// multiple of 4, at most MaxDynamicChips chips) or a sub-slice cut from
+// one (SubSlices). sub says which.
+func DynamicSlice(topology string) (s Shape, sub bool, err error) {
+	valid := fmt.Sprintf("a tpu7x slice is stitched from 4x4x4 cubes (each dimension a multiple of 4, at most %d chips, e.g. 4x4x8) or cut from one (%s)",
+		MaxDynamicChips, strings.Join(SubSlices, ", "))
+	t, err := ParseTopology(topology)
+	if err != nil {
+		return Shape{}, false, fmt.Errorf("%w: %s", err, valid)
+	}
+	sorted := slices.Clone([]int(t))
+	slices.Sort(sorted)
+	sub = slices.Contains(SubSlices, joinDims(sorted))
+	whole := len(t) == 3
+	for _, d := range t {
+		whole = whole && d%CubeDim == 0
+	}
+	if !sub && (!whole || t.Chips() > MaxDynamicChips) {
+		return Shape{}, false, fmt.Errorf("%s cannot be formed: %s", topology, valid)
+	}
+	s, err = NewShape("tpu7x", topology, "")
+	return s, sub, err
+}
+
+func joinDims(d []int) string {
+	parts := make([]string, len(d))
+	for i, v := range d {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, "x")
+}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/tpu"
 	"github.com/multislice/multislice/internal/workload"
 )
@@ -58,6 +59,28 @@ func TestEveryXPKShapeIsAdmitted(t *testing.T) {
 			t.Fatalf("fixture: %v\n%s", err, buf.String())
 		}
 		return &js
+	}
+	// Dynamic slicing (tpu7x), as xpk renders it: the accelerator alone
+	// selected, the shape in GKE's pod annotation, no exclusive placement.
+	for _, dyn := range []struct {
+		typ string
+		sub bool
+	}{{"tpu7x-256", false}, {"tpu7x-32", true}} {
+		t.Run(dyn.typ+"/dynamic slicing", func(t *testing.T) {
+			shape, _ := tpu.ShapeForType(dyn.typ)
+			js, err := workload.Build(workload.Spec{Name: "dyn", TPUType: dyn.typ, Slices: 2, Command: "python3 train.py", Image: "python:3.12"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			delete(js.Annotations, api.ExclusiveKey)
+			pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
+			delete(pod.Spec.NodeSelector, gke.TopologyLabel)
+			pod.Annotations = map[string]string{gke.SliceTopologyAnnotation: shape.Topology.String()}
+			if dyn.sub {
+				pod.Annotations[gke.PodSetRequiredTopologyAnnotation] = gke.PartitionCubeLabel
+			}
+			admit(t, js)
+		})
 	}
 	for _, typ := range xpkTypes {
 		shape, err := tpu.ShapeForType(typ)

@@ -69,7 +69,7 @@ func Inject(job *batchv1.Job) bool {
 		if !ok {
 			continue
 		}
-		add := append(append([]corev1.EnvVar(nil), env...), devicePluginEnv(pod.NodeSelector, chips)...)
+		add := append(append([]corev1.EnvVar(nil), env...), devicePluginEnv(&job.Spec.Template, chips)...)
 		for _, e := range add {
 			if !hasEnv(c, e.Name) {
 				c.Env = append(c.Env, e)
@@ -89,9 +89,10 @@ func containerAt(pod *corev1.PodSpec, i int) *corev1.Container {
 }
 
 // devicePluginEnv is what GKE's TPU device plugin puts on the node, derived
-// from the nodeSelector's accelerator and topology and the chips requested.
-func devicePluginEnv(sel map[string]string, chips int) []corev1.EnvVar {
-	shape, err := ShapeOf(sel, chips)
+// from the slice the pod template asks for (templateShape) and the chips
+// requested: for a dynamic slice, the whole stitched slice's.
+func devicePluginEnv(tmpl *corev1.PodTemplateSpec, chips int) []corev1.EnvVar {
+	shape, err := templateShape(tmpl, chips)
 	if err != nil {
 		return nil
 	}
@@ -103,6 +104,17 @@ func devicePluginEnv(sel map[string]string, chips int) []corev1.EnvVar {
 		{Name: "TPU_TOPOLOGY_WRAP", Value: shape.Wrap()},
 		{Name: "TPU_SKIP_MDS_QUERY", Value: "true"},
 	}
+}
+
+// templateShape is the slice a pod template asks for: by GKE's
+// slice-topology annotation (dynamic slicing, tpu7x) when it has one, else
+// by its nodeSelector.
+func templateShape(tmpl *corev1.PodTemplateSpec, chips int) (tpucat.Shape, error) {
+	if t := tmpl.Annotations[gke.SliceTopologyAnnotation]; t != "" {
+		s, _, err := tpucat.DynamicSlice(t)
+		return s, err
+	}
+	return ShapeOf(tmpl.Spec.NodeSelector, chips)
 }
 
 // ShapeOf resolves the slice a pod template selects; chips (the request per

@@ -159,6 +159,35 @@ func TestCheckClasses(t *testing.T) {
 			return j
 		}(), 2, CheckCompletionMode, "spec.completionMode: Invalid value: \"NonIndexed\": exclusive placement"},
 	}
+	dynamic := func(topology string, hosts int32, edit func(*batchv1.Job)) *batchv1.Job {
+		j := tpuJob("a", hosts, "4", tpuSelector("tpu7x", ""))
+		j.Spec.Template.Annotations = map[string]string{gke.SliceTopologyAnnotation: topology}
+		if edit != nil {
+			edit(j)
+		}
+		return j
+	}
+	cases = append(cases, []struct {
+		name   string
+		job    *batchv1.Job
+		slices int
+		check  Check
+		want   string
+	}{
+		{"xpk's super-slicing: the accelerator and the annotation", dynamic("4x4x8", 32, nil), 2, "", ""},
+		{"xpk's sub-slicing, with Kueue's required topology", dynamic("2x2x4", 4, func(j *batchv1.Job) {
+			j.Spec.Template.Annotations[gke.PodSetRequiredTopologyAnnotation] = gke.PartitionCubeLabel
+		}), 1, "", ""},
+		{"a dynamic slice's hosts", dynamic("4x4x8", 16, func(j *batchv1.Job) { j.Spec.Completions = ptr.To(int32(32)) }), 1,
+			CheckParallelism, "has 32 hosts: set parallelism to 32"},
+		{"a shape no cubes form", dynamic("4x4x6", 24, nil), 1, CheckSliceTopology,
+			"spec.template.metadata.annotations[cloud.google.com/gke-tpu-slice-topology]: Invalid value: \"4x4x6\": 4x4x6 cannot be formed"},
+		{"the annotation and a topology selector", dynamic("4x4x8", 32, func(j *batchv1.Job) {
+			j.Spec.Template.Spec.NodeSelector[gke.TopologyLabel] = "4x4x8"
+		}), 1, CheckSliceTopology, "remove the cloud.google.com/gke-tpu-topology selector"},
+		{"a sub-slice without its required topology", dynamic("2x4x4", 8, nil), 1, CheckSliceTopology,
+			"annotate kueue.x-k8s.io/podset-required-topology: cloud.google.com/gke-tpu-partition-4x4x4-id"},
+	}...)
 	seen := map[Check]bool{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -231,5 +260,16 @@ func TestStandAside(t *testing.T) {
 	job.Spec.Template.Spec.NodeSelector[gke.TopologyLabel] = "7x7"
 	if _, err := w.ValidateCreate(context.Background(), job); err != nil {
 		t.Errorf("ValidateCreate refused: %v", err)
+	}
+}
+
+// A dynamic slice's pods get the whole stitched slice's environment.
+func TestInjectDynamicSlice(t *testing.T) {
+	j := tpuJob("train-slice-0", 32, "4", tpuSelector("tpu7x", ""))
+	j.Spec.Template.Annotations = map[string]string{gke.SliceTopologyAnnotation: "4x4x8"}
+	Inject(j)
+	got := env(j.Spec.Template.Spec.Containers[0])
+	if got["TPU_TOPOLOGY"] != "4x4x8" || got["TPU_ACCELERATOR_TYPE"] != "tpu7x-256" || strings.Count(got["TPU_WORKER_HOSTNAMES"], ",") != 31 {
+		t.Errorf("env %v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	tpucat "github.com/multislice/multislice/internal/tpu"
 )
 
 // Findings are what the TPU checks of one Job (or Job template) found,
@@ -37,6 +38,7 @@ const (
 	CheckSingleHostMany Check = "single-host"     // several single-host slices
 	CheckBackoffLimit   Check = "backoff-limit"   // a failed pod fails its slice
 	CheckCompletionMode Check = "completion-mode" // exclusive placement needs Indexed
+	CheckSliceTopology  Check = "slice-topology"  // a dynamic slice's shape forms, and is asked for one way
 )
 
 // Class says whether a check refuses (Refuse) or advises (Advise).
@@ -58,6 +60,7 @@ var Classes = map[Check]Class{
 	CheckSingleHostMany: Advise,
 	CheckBackoffLimit:   Advise,
 	CheckCompletionMode: Refuse,
+	CheckSliceTopology:  Refuse,
 }
 
 // add files err under check's class: an error, or advice in its words.
@@ -94,20 +97,29 @@ func CheckJobSpec(spec *batchv1.JobSpec, slices int, p *field.Path) Findings {
 			}
 		}
 	}
-	if containerIdx < 0 || sel[gke.AcceleratorLabel] == "" && sel[gke.TopologyLabel] == "" {
+	dynamic := spec.Template.Annotations[gke.SliceTopologyAnnotation]
+	if containerIdx < 0 || sel[gke.AcceleratorLabel] == "" && sel[gke.TopologyLabel] == "" && dynamic == "" {
 		return f
 	}
 	selPath := p.Child("template", "spec", "nodeSelector")
-	if sel[gke.AcceleratorLabel] == "" || sel[gke.TopologyLabel] == "" {
-		f.add(CheckSelector, field.Required(selPath, fmt.Sprintf("selects only one of %s and %s: the slice's shape is unknown, "+
-			"so its pods get no TPU_TOPOLOGY or TPU_HOST_BOUNDS from us and the scheduler may mix shapes; select both",
-			gke.AcceleratorLabel, gke.TopologyLabel)))
-		return f
-	}
-	shape, err := ShapeOf(sel, chips)
-	if err != nil {
-		f.add(CheckShape, field.Invalid(selPath.Key(gke.TopologyLabel), sel[gke.TopologyLabel], err.Error()))
-		return f
+	var shape tpucat.Shape
+	if dynamic != "" {
+		var ok bool
+		if shape, ok = checkDynamic(&f, spec, p); !ok {
+			return f
+		}
+	} else {
+		if sel[gke.AcceleratorLabel] == "" || sel[gke.TopologyLabel] == "" {
+			f.add(CheckSelector, field.Required(selPath, fmt.Sprintf("selects only one of %s and %s: the slice's shape is unknown, "+
+				"so its pods get no TPU_TOPOLOGY or TPU_HOST_BOUNDS from us and the scheduler may mix shapes; select both",
+				gke.AcceleratorLabel, gke.TopologyLabel)))
+			return f
+		}
+		var err error
+		if shape, err = ShapeOf(sel, chips); err != nil {
+			f.add(CheckShape, field.Invalid(selPath.Key(gke.TopologyLabel), sel[gke.TopologyLabel], err.Error()))
+			return f
+		}
 	}
 	limitPath := p.Child("template", "spec", list).Index(containerIdx).Child("resources", "limits").Key(gke.TPUResource)
 	if chips != shape.ChipsPerHost {
@@ -152,6 +164,39 @@ func CheckJobSet(js *api.JobSet) Findings {
 		f.Merge(CheckCompletionModeForExclusive(&rj.Template.Spec, exclusive, nodeSelector, p))
 	}
 	return f
+}
+
+// checkDynamic checks a dynamic slice (tpu7x, GKE's slice-topology pod
+// annotation): its shape forms from cubes, it is asked for by the
+// annotation alone (no topology selector), on tpu7x, and a sub-slice says
+// which topology level it must fit in (Kueue's required topology).
+func checkDynamic(f *Findings, spec *batchv1.JobSpec, p *field.Path) (tpucat.Shape, bool) {
+	ann := spec.Template.Annotations
+	sel := spec.Template.Spec.NodeSelector
+	annPath := p.Child("template", "metadata", "annotations").Key(gke.SliceTopologyAnnotation)
+	selPath := p.Child("template", "spec", "nodeSelector")
+	if v := sel[gke.TopologyLabel]; v != "" {
+		f.add(CheckSliceTopology, field.Invalid(selPath.Key(gke.TopologyLabel), v, fmt.Sprintf(
+			"a dynamic slice is asked for by the annotation %s alone: remove the %s selector (or the annotation, for a fixed node-pool slice)",
+			gke.SliceTopologyAnnotation, gke.TopologyLabel)))
+		return tpucat.Shape{}, false
+	}
+	if v := sel[gke.AcceleratorLabel]; v != "" && v != "tpu7x" {
+		f.add(CheckSliceTopology, field.Invalid(selPath.Key(gke.AcceleratorLabel), v, fmt.Sprintf(
+			"%s forms slices of tpu7x only: select %s: tpu7x, or drop the annotation and select a topology", gke.SliceTopologyAnnotation, gke.AcceleratorLabel)))
+		return tpucat.Shape{}, false
+	}
+	shape, sub, err := tpucat.DynamicSlice(ann[gke.SliceTopologyAnnotation])
+	if err != nil {
+		f.add(CheckSliceTopology, field.Invalid(annPath, ann[gke.SliceTopologyAnnotation], err.Error()))
+		return tpucat.Shape{}, false
+	}
+	if sub && ann[gke.PodSetRequiredTopologyAnnotation] == "" {
+		f.add(CheckSliceTopology, field.Required(p.Child("template", "metadata", "annotations").Key(gke.PodSetRequiredTopologyAnnotation),
+			fmt.Sprintf("a sub-slice (%s) is cut from one 4x4x4 cube: annotate %s: %s, as xpk does", shape.Topology, gke.PodSetRequiredTopologyAnnotation, gke.PartitionCubeLabel)))
+		return tpucat.Shape{}, false
+	}
+	return shape, true
 }
 
 // ValidateJobSpec is CheckJobSpec's refusals alone.
