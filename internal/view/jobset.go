@@ -35,6 +35,8 @@ type JobSet struct {
 	Others     []Slice            `json:"others,omitempty"`
 	Conditions []metav1.Condition `json:"conditions"`
 	Events     []string           `json:"events"`
+	// Queue is where it stands while it waits for capacity (PlaceInQueue).
+	Queue *QueuePlace `json:"queue,omitempty"`
 }
 
 // ResourceName is the JobSet as `kubectl get -o name` names it.

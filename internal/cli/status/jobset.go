@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,6 +55,12 @@ func Print(out io.Writer, v view.JobSet) {
 			}
 		}
 		w.Flush()
+	}
+	if q := v.Queue; q != nil {
+		fmt.Fprintf(out, "\nQUEUE: waiting for capacity, %d of %d (priority %d; served by priority, then age)\n", q.Position, q.Waiting, q.Priority)
+		for _, a := range q.Ahead {
+			fmt.Fprintf(out, "  ahead: %s/%s (priority %d, %d slices)\n", a.Namespace, a.Name, a.Priority, a.Slices)
+		}
 	}
 	fmt.Fprintln(out, "\nCONDITIONS")
 	for _, c := range v.Conditions {
@@ -133,5 +140,26 @@ func observe(ctx context.Context, c client.Client, namespace, name string) (view
 	if err != nil {
 		return view.JobSet{}, err
 	}
-	return view.Summarize(&js, jobs.Items, pods.Items, events.Items), nil
+	v := view.Summarize(&js, jobs.Items, pods.Items, events.Items)
+	if view.WaitingForCapacity(&js) {
+		v.Queue = queuePlace(ctx, c, &js)
+	}
+	return v, nil
+}
+
+// queuePlace reads the queue of every namespace; nil when this user may
+// not list it (the rest of the view does not need it).
+func queuePlace(ctx context.Context, c client.Client, js *api.JobSet) *view.QueuePlace {
+	var all api.JobSetList
+	if err := c.List(ctx, &all); err != nil {
+		return nil
+	}
+	var classes schedulingv1.PriorityClassList
+	values := map[string]int32{}
+	if err := c.List(ctx, &classes); err == nil {
+		for _, pc := range classes.Items {
+			values[pc.Name] = pc.Value
+		}
+	}
+	return view.PlaceInQueue(js, all.Items, func(name string) (int32, bool) { v, ok := values[name]; return v, ok })
 }

@@ -234,21 +234,17 @@ func request(in *Placement, key, jobSet string, jobs []*batchv1.Job, mine map[st
 	return req
 }
 
-// priority is the pod priority of the JobSet's first replicated job.
+// priority is the JobSet's rank in the queue (placement.Priority), its
+// PriorityClass read from the cache.
 func priority(ctx context.Context, c client.Reader, js *api.JobSet) (int32, error) {
-	if len(js.Spec.ReplicatedJobs) == 0 {
-		return 0, nil
-	}
-	spec := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
-	if spec.Priority != nil {
-		return *spec.Priority, nil
-	}
-	if spec.PriorityClassName == "" {
-		return 0, nil
-	}
-	var pc schedulingv1.PriorityClass
-	if err := c.Get(ctx, types.NamespacedName{Name: spec.PriorityClassName}, &pc); err != nil {
-		return 0, client.IgnoreNotFound(err)
-	}
-	return pc.Value, nil
+	var getErr error
+	p := placement.Priority(js, func(name string) (int32, bool) {
+		var pc schedulingv1.PriorityClass
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, &pc); err != nil {
+			getErr = client.IgnoreNotFound(err)
+			return 0, false
+		}
+		return pc.Value, true
+	})
+	return p, getErr
 }
