@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -65,10 +64,7 @@ type PathwaysSpec struct {
 // BuildPathways validates the spec and writes its JobSet in xpk's shape.
 // Errors name the flag.
 func BuildPathways(s PathwaysSpec) (*api.JobSet, error) {
-	var errs []string
-	if msgs := validation.IsDNS1035Label(s.Name); len(msgs) > 0 || len(s.Name) > 40 {
-		errs = append(errs, fmt.Sprintf("--workload %q: use at most 40 lowercase letters, digits and '-', starting with a letter", s.Name))
-	}
+	errs := checkShared("--workload", s.Name, s.Priority, s.QueueName, s.Env)
 	shape, err := tpu.ShapeForType(s.TPUType)
 	if err != nil {
 		errs = append(errs, "--tpu-type: "+err.Error())
@@ -88,30 +84,14 @@ func BuildPathways(s PathwaysSpec) (*api.JobSet, error) {
 	if s.MaxSliceRestarts < 0 {
 		errs = append(errs, "--max-slice-restarts: must not be negative")
 	}
-	if _, ok := Priorities[s.Priority]; s.Priority != "" && !ok {
-		errs = append(errs, fmt.Sprintf("--priority %q: use one of very-low, low, medium, high, very-high", s.Priority))
-	}
-	if msgs := validation.IsDNS1123Subdomain(s.QueueName); s.QueueName != "" && len(msgs) > 0 {
-		errs = append(errs, fmt.Sprintf("--kueue-queue %q: %s", s.QueueName, msgs[0]))
-	}
-	for k := range s.Env {
-		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
-			errs = append(errs, fmt.Sprintf("--env %q: %s", k, msgs[0]))
-		}
-	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	if s.GCSLocation == "" {
 		s.GCSLocation = DefaultGCSLocation
 	}
-	labels := map[string]string{Label: s.Name, XPKWorkloadLabel: s.Name}
-	if s.QueueName != "" {
-		labels[QueueLabel] = s.QueueName
-		if s.Priority != "" {
-			labels[PriorityClassLabel] = s.Priority
-		}
-	}
+	labels := workloadLabels(s.Name, s.QueueName, s.Priority)
+	labels[XPKWorkloadLabel] = s.Name
 	js := &api.JobSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: "JobSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: labels},

@@ -81,10 +81,7 @@ func restartingExitCodes(extra []int32) []int32 {
 const MaxSlices = 1024
 
 func Build(s Spec) (*api.JobSet, error) {
-	var errs []string
-	if msgs := validation.IsDNS1035Label(s.Name); len(msgs) > 0 || len(s.Name) > 40 {
-		errs = append(errs, fmt.Sprintf("NAME %q: use at most 40 lowercase letters, digits and '-', starting with a letter", s.Name))
-	}
+	errs := checkShared("NAME", s.Name, s.Priority, s.QueueName, s.Env)
 	shape, err := tpu.ShapeForType(s.TPUType)
 	if err != nil {
 		errs = append(errs, "--tpu-type: "+err.Error())
@@ -100,17 +97,6 @@ func Build(s Spec) (*api.JobSet, error) {
 	}
 	if s.MaxRestarts < 0 {
 		errs = append(errs, "--max-restarts: must not be negative")
-	}
-	if _, ok := Priorities[s.Priority]; s.Priority != "" && !ok {
-		errs = append(errs, fmt.Sprintf("--priority %q: use one of very-low, low, medium, high, very-high", s.Priority))
-	}
-	for k := range s.Env {
-		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
-			errs = append(errs, fmt.Sprintf("--env %q: %s", k, msgs[0]))
-		}
-	}
-	if msgs := validation.IsDNS1123Subdomain(s.QueueName); s.QueueName != "" && len(msgs) > 0 {
-		errs = append(errs, fmt.Sprintf("--kueue-queue %q: %s", s.QueueName, msgs[0]))
 	}
 	for _, c := range s.RestartOnExitCodes {
 		if c < 1 || c > 255 {
@@ -159,13 +145,7 @@ func Build(s Spec) (*api.JobSet, error) {
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}}}
 		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}}
 	}
-	labels := map[string]string{Label: s.Name}
-	if s.QueueName != "" {
-		labels[QueueLabel] = s.QueueName
-		if s.Priority != "" {
-			labels[PriorityClassLabel] = s.Priority
-		}
-	}
+	labels := workloadLabels(s.Name, s.QueueName, s.Priority)
 	return &api.JobSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: "JobSet"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -198,6 +178,40 @@ func Build(s Spec) (*api.JobSet, error) {
 			}},
 		},
 	}, nil
+}
+
+// checkShared checks what both generators take alike: the name (given by
+// nameFlag), the priority, the Kueue queue and the environment.
+func checkShared(nameFlag, name, priority, queue string, env map[string]string) []string {
+	var errs []string
+	if msgs := validation.IsDNS1035Label(name); len(msgs) > 0 || len(name) > 40 {
+		errs = append(errs, fmt.Sprintf("%s %q: use at most 40 lowercase letters, digits and '-', starting with a letter", nameFlag, name))
+	}
+	if _, ok := Priorities[priority]; priority != "" && !ok {
+		errs = append(errs, fmt.Sprintf("--priority %q: use one of very-low, low, medium, high, very-high", priority))
+	}
+	for k := range env {
+		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Sprintf("--env %q: %s", k, msgs[0]))
+		}
+	}
+	if msgs := validation.IsDNS1123Subdomain(queue); queue != "" && len(msgs) > 0 {
+		errs = append(errs, fmt.Sprintf("--kueue-queue %q: %s", queue, msgs[0]))
+	}
+	return errs
+}
+
+// workloadLabels are a generated JobSet's labels: ours, and Kueue's queue
+// and priority class when it is queued.
+func workloadLabels(name, queue, priority string) map[string]string {
+	labels := map[string]string{Label: name}
+	if queue != "" {
+		labels[QueueLabel] = queue
+		if priority != "" {
+			labels[PriorityClassLabel] = priority
+		}
+	}
+	return labels
 }
 
 func envList(m map[string]string) []corev1.EnvVar {
