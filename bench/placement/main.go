@@ -43,7 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
@@ -178,8 +178,7 @@ func (b *bench) submit(ctx context.Context, scenario string) (time.Time, error) 
 		for i, j := range jobs {
 			if scenario == "floor" {
 				pool := fmt.Sprintf("big-np-%d", i)
-				j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
-				j.Annotations[api.AssignedDomainAnnotation] = pool
+				api.Pin(j, gke.NodePoolLabel, pool)
 			} else {
 				j.Spec.Template.Spec.Affinity = exclusiveAffinity(j.Labels[api.JobKey])
 			}
@@ -211,7 +210,7 @@ func (b *bench) controllerJobs(ctx context.Context, scenario string) ([]*batchv1
 	if err := b.cl.Create(ctx, js); err != nil {
 		return nil, nil, err
 	}
-	plan := jobsetcontroller.Decide(jobsetcontroller.Observed{JobSet: js, Now: time.Now()})
+	plan := policy.Decide(policy.Observed{JobSet: js, Now: time.Now()})
 	if len(plan.Create) != b.slices || plan.Service == nil {
 		return nil, nil, fmt.Errorf("the controller's plan has %d Jobs and service %v, want %d and one", len(plan.Create), plan.Service != nil, b.slices)
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/test/framework"
 )
@@ -136,14 +136,13 @@ func (q *queue) submit(ctx context.Context, scenario string) error {
 	}
 	if scenario == "floor" {
 		for i, js := range sets {
-			plan := jobsetcontroller.Decide(jobsetcontroller.Observed{JobSet: js, Now: time.Now()})
+			plan := policy.Decide(policy.Observed{JobSet: js, Now: time.Now()})
 			if len(plan.Create) != 1 {
 				return fmt.Errorf("the controller's plan for %s has %d Jobs, want 1", js.Name, len(plan.Create))
 			}
 			j := plan.Create[0]
 			pool := fmt.Sprintf("big-np-%d", i)
-			j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
-			j.Annotations[api.AssignedDomainAnnotation] = pool
+			api.Pin(j, gke.NodePoolLabel, pool)
 			jobs = append(jobs, j)
 			services = append(services, plan.Service)
 		}

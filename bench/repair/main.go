@@ -80,7 +80,7 @@ func run(bin, mode string, faults, upArgs []string, managerArgs string, limit ti
 		if err != nil {
 			return err
 		}
-		if out, err := ms("chaos", fault, "--nodepool", job.Annotations[api.AssignedDomainAnnotation]); err != nil {
+		if out, err := ms("chaos", fault, "--nodepool", api.PinnedDomain(job)); err != nil {
 			return fmt.Errorf("chaos: %v\n%s", err, out)
 		}
 		began := time.Now()

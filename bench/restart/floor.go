@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multislice/multislice/internal/agent"
-	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/sim"
 	"github.com/multislice/multislice/test/framework"
@@ -145,7 +145,7 @@ func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name stri
 	if err := c.Objects.Create(ctx, js); err != nil {
 		return nil, err
 	}
-	plan := jobsetcontroller.Decide(jobsetcontroller.Observed{JobSet: js, Now: time.Now()})
+	plan := policy.Decide(policy.Observed{JobSet: js, Now: time.Now()})
 	if err := c.Objects.Delete(ctx, js); err != nil {
 		return nil, err
 	}

@@ -134,7 +134,7 @@ func inject(ctx context.Context, c *framework.Cluster, rng *rand.Rand, names []s
 	}
 	var pools []string
 	for _, j := range jobs.Items {
-		if p := j.Annotations[api.AssignedDomainAnnotation]; p != "" && j.DeletionTimestamp == nil {
+		if p := api.PinnedDomain(&j); p != "" && j.DeletionTimestamp == nil {
 			pools = append(pools, p)
 		}
 	}

@@ -16,7 +16,7 @@ var Layers = []struct {
 		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj", "internal/podtemplate",
 		"internal/home"}},
 	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
-		"internal/certs", "internal/workload", "internal/agent", "internal/standin", "internal/objcache", "internal/podgroups"}},
+		"internal/certs", "internal/tpujob", "internal/workload", "internal/agent", "internal/standin", "internal/objcache", "internal/podgroups"}},
 	{"install", []string{"internal/install", "internal/release", "internal/image", "internal/kueue"}},
 	{"manager", []string{"internal/manager", "internal/dashboard"}},
 	{"simulator", []string{"internal/sim"}},

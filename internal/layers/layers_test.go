@@ -3,7 +3,11 @@ package layers
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -85,6 +89,68 @@ func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.HasPrefix(dep, module+"internal/sim") {
 			t.Errorf("%v depend on %s: read the home through internal/home, not the simulator", pkgs, dep)
+		}
+	}
+}
+
+// pureDecisions decide without a client or a clock of their own: they
+// import neither client-go nor controller-runtime (pureOfClients) and
+// read the time only from what they are given.
+var (
+	pureOfClients = []string{"internal/controller/jobset/policy", "internal/tpujob", "api/jobset/v1alpha2"}
+	noClock       = []string{"internal/controller/jobset/policy", "internal/placement"}
+)
+
+// TestPolicyIsPure: the JobSet controller's policy and the TPU checks
+// build without any client library.
+func TestPolicyIsPure(t *testing.T) {
+	for _, p := range pureOfClients {
+		cmd := exec.Command("go", "list", "-deps", module+p)
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "k8s.io/client-go") || strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime") {
+				t.Errorf("%s depends on %s: a pure decision takes what it needs in its input", p, dep)
+			}
+		}
+	}
+}
+
+// TestPolicyReadsNoClockAndStaysSmall: no time.Now in the decisions
+// (the reconciler's injected clock gives them the time), and no function
+// of the controller's policy over 60 lines.
+func TestPolicyReadsNoClockAndStaysSmall(t *testing.T) {
+	for _, p := range noClock {
+		files, err := filepath.Glob(filepath.Join("../..", p, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Go files in %s: %v", p, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, f, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.SelectorExpr:
+					if id, ok := n.X.(*ast.Ident); ok && id.Name == "time" && n.Sel.Name == "Now" {
+						t.Errorf("%s: time.Now in a decision: take the time from the observation", fset.Position(n.Pos()))
+					}
+				case *ast.FuncDecl:
+					lines := fset.Position(n.End()).Line - fset.Position(n.Pos()).Line + 1
+					if strings.HasSuffix(p, "/policy") && lines > 60 {
+						t.Errorf("%s: %s is %d lines: split it (at most 60)", fset.Position(n.Pos()), n.Name.Name, lines)
+					}
+				}
+				return true
+			})
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/multislice/multislice/internal/cmdline"
-	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
@@ -66,7 +66,7 @@ func (f *Flags) Bind(fl *pflag.FlagSet) {
 	fl.StringVar(&o.GroupLabel, "group-label", gke.MultisliceGroupLabel, "node label naming a node pool's multislice group")
 	fl.StringVar(&o.GroupSizeLabel, "group-size-label", gke.MultisliceGroupSizeLabel, "node label giving the size of a multislice group")
 	fl.DurationVar(&o.SliceGrace, "slice-notready-grace", 10*time.Second, "how long one host of a slice may be NotReady before the slice is failed and its JobSet restarted")
-	fl.DurationVar(&o.AgentTimeout, "in-place-restart-timeout", jobsetcontroller.DefaultAgentTimeout, "how long an in-place restart (InPlaceRestart gate) may make no progress while running pods lag behind before every Job is recreated instead")
+	fl.DurationVar(&o.AgentTimeout, "in-place-restart-timeout", policy.DefaultAgentTimeout, "how long an in-place restart (InPlaceRestart gate) may make no progress while running pods lag behind before every Job is recreated instead")
 	fl.BoolVar(&o.NoSliceHealth, "no-slice-health", false, "do not fail slices with a broken host (upstream behaviour; for comparisons)")
 	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")
 	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")
@@ -97,7 +97,7 @@ func (f Flags) Complete() (Options, *rest.Config, error) {
 		return o, nil, fmt.Errorf("--controllers=none and --webhooks=none leave nothing to run: keep one of them")
 	}
 	if o.AgentTimeout < time.Second || o.AgentTimeout > time.Hour {
-		return o, nil, fmt.Errorf("--in-place-restart-timeout=%s: want 1s to 1h (default %s)", o.AgentTimeout, jobsetcontroller.DefaultAgentTimeout)
+		return o, nil, fmt.Errorf("--in-place-restart-timeout=%s: want 1s to 1h (default %s)", o.AgentTimeout, policy.DefaultAgentTimeout)
 	}
 	if o.SliceGrace < 0 || o.SliceGrace > time.Hour {
 		return o, nil, fmt.Errorf("--slice-notready-grace=%s: want 0s to 1h (0 fails a slice as soon as a host is NotReady)", o.SliceGrace)

@@ -83,7 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // domainOf is the index value of a pinned child Job, "" if it is not one.
 func domainOf(j *batchv1.Job) string {
-	domain, key := j.Annotations[api.AssignedDomainAnnotation], j.Annotations[api.ExclusiveKey]
+	domain, key := api.PinnedDomain(j), j.Annotations[api.ExclusiveKey]
 	if domain == "" || key == "" || j.Labels[api.JobSetNameKey] == "" {
 		return ""
 	}
@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &j); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	domain, key := j.Annotations[api.AssignedDomainAnnotation], j.Annotations[api.ExclusiveKey]
+	domain, key := api.PinnedDomain(&j), j.Annotations[api.ExclusiveKey]
 	if domainOf(&j) == "" || j.DeletionTimestamp != nil || ptr.Deref(j.Spec.Suspend, false) || api.JobOutcome(&j) != "" {
 		return reconcile.Result{}, nil
 	}

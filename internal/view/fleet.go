@@ -57,7 +57,7 @@ func Fleet(groupLabel string, nodes []corev1.Node, jobs []batchv1.Job, pods []co
 	}
 	holders := map[string]string{} // pool or node name -> JobSet
 	for _, j := range jobs {
-		if d := j.Annotations[api.AssignedDomainAnnotation]; d != "" && j.DeletionTimestamp == nil && api.JobOutcome(&j) == "" {
+		if d := api.PinnedDomain(&j); d != "" && j.DeletionTimestamp == nil && api.JobOutcome(&j) == "" {
 			holders[d] = j.Namespace + "/" + j.Labels[api.JobSetNameKey]
 		}
 	}

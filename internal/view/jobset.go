@@ -105,7 +105,7 @@ func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []c
 		w := byJob[j.Name]
 		sort.Slice(w, func(a, b int) bool { return w[a].Index < w[b].Index })
 		s := Slice{Job: j.Name, ReplicatedJob: j.Labels[api.ReplicatedJobNameKey],
-			Domain: j.Annotations[api.AssignedDomainAnnotation], Slice: global, Index: idx, Attempt: attempt, Workers: w}
+			Domain: api.PinnedDomain(&j), Slice: global, Index: idx, Attempt: attempt, Workers: w}
 		if !anyTPU || gke.RequestsTPU(j.Spec.Template.Spec) {
 			v.Slices = append(v.Slices, s)
 		} else {

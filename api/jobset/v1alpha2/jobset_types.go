@@ -442,7 +442,3 @@ const (
 	// RetentionPolicyRetain keeps them.
 	RetentionPolicyRetain RetentionPolicyType = "Retain"
 )
-
-func init() {
-	SchemeBuilder.Register(&JobSet{}, &JobSetList{})
-}

@@ -1,5 +1,7 @@
 package v1alpha2
 
+import batchv1 "k8s.io/api/batch/v1"
+
 // PlacementAnnotations are the exclusive-placement annotations
 // (ExclusiveKey, NodeSelectorStrategyKey) that rjob's child Jobs carry, as
 // upstream decides them: each replicated job's template wins over the
@@ -15,4 +17,24 @@ func PlacementAnnotations(js *JobSet, rjob *ReplicatedJob) map[string]string {
 		}
 	}
 	return out
+}
+
+// Pin places child Job j in domain of its exclusive key: the node
+// selector the scheduler obeys and AssignedDomainAnnotation, which says
+// that placement chose it (a selector the user wrote says nothing). The
+// one place a pin is written.
+func Pin(j *batchv1.Job, key, domain string) {
+	if j.Spec.Template.Spec.NodeSelector == nil {
+		j.Spec.Template.Spec.NodeSelector = map[string]string{}
+	}
+	j.Spec.Template.Spec.NodeSelector[key] = domain
+	if j.Annotations == nil {
+		j.Annotations = map[string]string{}
+	}
+	j.Annotations[AssignedDomainAnnotation] = domain
+}
+
+// PinnedDomain is the domain placement pinned j to, "" if none.
+func PinnedDomain(j *batchv1.Job) string {
+	return j.Annotations[AssignedDomainAnnotation]
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
 )
 
 // wakeQuiet and wakeMaxWait shape a waiting JobSet's looks: it looks once
@@ -50,13 +52,14 @@ func due(p pendingWake, now time.Time) (bool, time.Duration) {
 // wakes holds the pending wakes (memory only: a restarted manager looks
 // at every JobSet anyway).
 type wakes struct {
+	clock   clock.WithDelayedExecution
 	mu      sync.Mutex
 	pending map[types.NamespacedName]*pendingWake
 }
 
 // wake records a wake of key; look runs once it is due.
 func (w *wakes) wake(key types.NamespacedName, look func()) {
-	now := time.Now()
+	now := w.clock.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if p, ok := w.pending[key]; ok {
@@ -67,19 +70,19 @@ func (w *wakes) wake(key types.NamespacedName, look func()) {
 		w.pending = map[types.NamespacedName]*pendingWake{}
 	}
 	w.pending[key] = &pendingWake{first: now, last: now}
-	time.AfterFunc(wakeQuiet, func() { w.check(key, look) })
+	w.clock.AfterFunc(wakeQuiet, func() { w.check(key, look) })
 }
 
 // check acts on key's pending wake if it is due, else checks again then.
 func (w *wakes) check(key types.NamespacedName, look func()) {
 	w.mu.Lock()
-	ok, wait := due(*w.pending[key], time.Now())
+	ok, wait := due(*w.pending[key], w.clock.Now())
 	if ok {
 		delete(w.pending, key)
 	}
 	w.mu.Unlock()
 	if !ok {
-		time.AfterFunc(wait, func() { w.check(key, look) })
+		w.clock.AfterFunc(wait, func() { w.check(key, look) })
 		return
 	}
 	look()
@@ -155,26 +158,8 @@ func (r *Reconciler) feedDomains(mgr ctrl.Manager) (<-chan event.GenericEvent, e
 // node, Job and pod could give away a held domain.
 var errDomainsNotSynced = fmt.Errorf("the domain cache has not seen the whole cluster yet")
 
-// observePlacement reads what placing js by its keys needs: each key's
-// domains from the domain cache, its pins and its priority.
-func (r *Reconciler) observePlacement(ctx context.Context, js *api.JobSet, keys []string) (*Placement, error) {
-	if r.domainsSynced != nil && !r.domainsSynced() {
-		return nil, errDomainsNotSynced
-	}
-	prio, err := priority(ctx, r.Client, js)
-	if err != nil {
-		return nil, err
-	}
-	in := &Placement{Keys: make(map[string]KeyPlacement, len(keys)), Priority: prio, GroupLabel: r.GroupLabel, SizeLabel: r.SizeLabel}
-	for _, key := range keys {
-		snap, pins := r.Domains.Snapshot(key, js.Namespace+"/"+js.Name, js.UID)
-		in.Keys[key] = KeyPlacement{Snapshot: snap, Pins: pins}
-	}
-	return in, nil
-}
-
 // remember applies what the plan says placement's memory must change.
-func (r *Reconciler) remember(js *api.JobSet, p *Plan) {
+func (r *Reconciler) remember(js *api.JobSet, p *policy.Plan) {
 	if r.Domains == nil {
 		return
 	}

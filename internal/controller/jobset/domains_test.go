@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // A pending wake is due once the wakes pause for wakeQuiet, or wakeMaxWait
@@ -36,7 +37,7 @@ func TestWakeDue(t *testing.T) {
 
 // A burst of wakes of one JobSet makes one look, soon after it ends.
 func TestWakesCoalesce(t *testing.T) {
-	var w wakes
+	w := wakes{clock: clock.RealClock{}}
 	var looks atomic.Int32
 	key := types.NamespacedName{Namespace: "ns", Name: "a"}
 	for range 20 {

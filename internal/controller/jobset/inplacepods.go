@@ -17,6 +17,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
 )
 
 // inPlacePods keeps what an in-place restart reads of each pod of each
@@ -33,13 +34,13 @@ type inPlacePods struct {
 // none of them changes: reconciles come far more often than pods move.
 type jobSetPods struct {
 	facts      map[string]podFacts
-	answer     []InPlacePod
+	answer     []policy.InPlacePod
 	answeredAt string // the recreate attempt answer is for; "" none
 }
 
 // podFacts is one pod as the in-place restart sees it.
 type podFacts struct {
-	InPlacePod
+	policy.InPlacePod
 	// attempt is the pod's restart-attempt label (the JobSet's recreate
 	// attempt it belongs to); counts: not going away, and its agent runs.
 	attempt string
@@ -48,7 +49,7 @@ type podFacts struct {
 
 func factsOf(p *corev1.Pod) podFacts {
 	return podFacts{
-		InPlacePod: InPlacePod{Name: p.Name, Attempt: agent.PodAttempt(p.Annotations), Restarts: agent.MaxRestartCount(&p.Status)},
+		InPlacePod: policy.InPlacePod{Name: p.Name, Attempt: agent.PodAttempt(p.Annotations), Restarts: agent.MaxRestartCount(&p.Status)},
 		attempt:    p.Labels[api.RestartsKey],
 		counts:     p.DeletionTimestamp == nil && agentStarted(p),
 	}
@@ -116,7 +117,7 @@ func (c *inPlacePods) delete(p *corev1.Pod) (types.NamespacedName, bool) {
 // attempt restarts: not going away, agent started, of that attempt; by
 // name, so that the messages naming them are stable.
 // The answer is shared until a pod changes: callers only read it.
-func (c *inPlacePods) pods(js types.NamespacedName, restarts string) []InPlacePod {
+func (c *inPlacePods) pods(js types.NamespacedName, restarts string) []policy.InPlacePod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pods := c.byJobSet[js]
@@ -126,13 +127,13 @@ func (c *inPlacePods) pods(js types.NamespacedName, restarts string) []InPlacePo
 	if pods.answeredAt == restarts && restarts != "" {
 		return pods.answer
 	}
-	out := make([]InPlacePod, 0, len(pods.facts))
+	out := make([]policy.InPlacePod, 0, len(pods.facts))
 	for _, f := range pods.facts {
 		if f.counts && f.attempt == restarts {
 			out = append(out, f.InPlacePod)
 		}
 	}
-	slices.SortFunc(out, func(a, b InPlacePod) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b policy.InPlacePod) int { return strings.Compare(a.Name, b.Name) })
 	pods.answer, pods.answeredAt = out, restarts
 	return out
 }
@@ -180,4 +181,20 @@ func feedInPlace(idx *inPlacePods, period time.Duration) handler.EventHandler {
 			}
 		},
 	}
+}
+
+// agentStarted: the pod's agent runs, or has run, in this pod. A real
+// kubelet keeps a pod Pending while its agent holds the barrier (the
+// sidecar's startup probe has not passed, so the pod is not initialized):
+// such a pod counts once its agent wrote an attempt. A pod Pending with no
+// attempt is still being scheduled or started: it waits for capacity, it
+// does not lag.
+func agentStarted(p *corev1.Pod) bool {
+	switch p.Status.Phase {
+	case corev1.PodRunning:
+		return true
+	case corev1.PodPending:
+		return p.Spec.NodeName != "" && agent.PodAttempt(p.Annotations) != nil
+	}
+	return false
 }

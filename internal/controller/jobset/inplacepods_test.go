@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
 )
 
 func inPlacePod(name string, edits ...func(*corev1.Pod)) *corev1.Pod {
@@ -36,27 +37,27 @@ func TestInPlacePods(t *testing.T) {
 		steps []func(*inPlacePods) (types.NamespacedName, bool)
 		// moved: what the last step reports; want: the pods read at attempt "0".
 		moved bool
-		want  []InPlacePod
+		want  []policy.InPlacePod
 	}{
 		{"a new pod with no attempt does not move the restart",
-			steps(set(inPlacePod("b"))), false, []InPlacePod{{Name: "b"}}},
+			steps(set(inPlacePod("b"))), false, []policy.InPlacePod{{Name: "b"}}},
 		{"a new pod with an attempt does",
-			steps(set(inPlacePod("b", atAttempt("0")))), true, []InPlacePod{{Name: "b", Attempt: ptr.To[int32](0)}}},
+			steps(set(inPlacePod("b", atAttempt("0")))), true, []policy.InPlacePod{{Name: "b", Attempt: ptr.To[int32](0)}}},
 		{"the agent's annotation moves it",
-			steps(set(inPlacePod("a")), set(inPlacePod("a", atAttempt("1")))), true, []InPlacePod{{Name: "a", Attempt: ptr.To[int32](1)}}},
+			steps(set(inPlacePod("a")), set(inPlacePod("a", atAttempt("1")))), true, []policy.InPlacePod{{Name: "a", Attempt: ptr.To[int32](1)}}},
 		{"a container restart moves it",
 			steps(set(inPlacePod("a", atAttempt("1"))), set(inPlacePod("a", atAttempt("1"), restarted))), true,
-			[]InPlacePod{{Name: "a", Attempt: ptr.To[int32](1), Restarts: 1}}},
+			[]policy.InPlacePod{{Name: "a", Attempt: ptr.To[int32](1), Restarts: 1}}},
 		{"a heartbeat of the same facts does not",
-			steps(set(inPlacePod("a", atAttempt("1"))), set(inPlacePod("a", atAttempt("1")))), false, []InPlacePod{{Name: "a", Attempt: ptr.To[int32](1)}}},
+			steps(set(inPlacePod("a", atAttempt("1"))), set(inPlacePod("a", atAttempt("1")))), false, []policy.InPlacePod{{Name: "a", Attempt: ptr.To[int32](1)}}},
 		{"sorted by name; pods going, not started or of another recreate attempt left out",
 			steps(set(inPlacePod("c")), set(inPlacePod("a")),
 				set(inPlacePod("going", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} })),
 				set(inPlacePod("pending", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })),
 				set(inPlacePod("old", func(p *corev1.Pod) { p.Labels[api.RestartsKey] = "1" }))),
-			false, []InPlacePod{{Name: "a"}, {Name: "c"}}},
+			false, []policy.InPlacePod{{Name: "a"}, {Name: "c"}}},
 		{"a pod gone with an attempt moves it",
-			steps(set(inPlacePod("a", atAttempt("0"))), set(inPlacePod("b")), del(inPlacePod("a", atAttempt("0")))), true, []InPlacePod{{Name: "b"}}},
+			steps(set(inPlacePod("a", atAttempt("0"))), set(inPlacePod("b")), del(inPlacePod("a", atAttempt("0")))), true, []policy.InPlacePod{{Name: "b"}}},
 		{"a pod of no JobSet is not indexed",
 			steps(set(inPlacePod("x", atAttempt("0"), func(p *corev1.Pod) { delete(p.Labels, api.JobSetNameKey) }))), false, nil},
 	} {
@@ -130,4 +131,28 @@ func set(p *corev1.Pod) func(*inPlacePods) (types.NamespacedName, bool) {
 
 func del(p *corev1.Pod) func(*inPlacePods) (types.NamespacedName, bool) {
 	return func(c *inPlacePods) (types.NamespacedName, bool) { return c.delete(p) }
+}
+
+func TestAgentStarted(t *testing.T) {
+	withAttempt := map[string]string{api.InPlaceRestartAttemptKey: "2"}
+	for _, tc := range []struct {
+		name        string
+		phase       corev1.PodPhase
+		node        string
+		annotations map[string]string
+		want        bool
+	}{
+		{"running", corev1.PodRunning, "n", nil, true},
+		{"pending at the barrier (real kubelet)", corev1.PodPending, "n", withAttempt, true},
+		{"pending, agent not started", corev1.PodPending, "n", nil, false},
+		{"pending, not scheduled", corev1.PodPending, "", withAttempt, false},
+		{"failed", corev1.PodFailed, "n", withAttempt, false},
+		{"succeeded", corev1.PodSucceeded, "n", withAttempt, false},
+	} {
+		p := &corev1.Pod{}
+		p.Status.Phase, p.Spec.NodeName, p.Annotations = tc.phase, tc.node, tc.annotations
+		if got := agentStarted(p); got != tc.want {
+			t.Errorf("%s: agentStarted %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

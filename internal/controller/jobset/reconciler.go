@@ -1,14 +1,14 @@
-// Package jobset is the JobSet controller. It observes a JobSet and its
-// children, asks the pure Decide function what to do, and does it: creates
-// and deletes child Jobs in parallel, keeps the headless Service and shared
-// PVCs, and writes the status once per reconcile.
+// Package jobset is the JobSet controller's reconciler: it observes a
+// JobSet and its children (observe.go), asks the pure policy.Decide what
+// to do, and does it (act: child Jobs created and deleted in parallel, the
+// headless Service, shared PVCs, one status write per reconcile); it feeds
+// the caches decisions read (placement's domains, in-place pods).
 package jobset
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/metrics"
 	"github.com/multislice/multislice/internal/placement"
@@ -60,9 +62,18 @@ type Reconciler struct {
 	AgentTimeout time.Duration
 	// Events reads the Job controller's FailedCreate events (uncached: only
 	// for Jobs that have no pods); nil leaves pod creation unwatched.
-	Events    client.Reader
+	Events client.Reader
+	// Clock is the one clock of the controller's decisions, its wakes and
+	// its status-write spacing (nil: the real one).
+	Clock     clock.WithDelayedExecution
 	lastWrite sync.Map // JobSet namespace/name -> time.Time of the last status write
-	now       func() time.Time
+	// refused holds, per JobSet, the API server's refusal of the Jobs it
+	// last created (refusedJobs), until they are created: the next
+	// decision observes it. Memory only: a restarted manager learns it
+	// again by trying.
+	refused sync.Map
+	// decide is policy.Decide, counted in tests.
+	decide func(policy.Observed) policy.Plan
 	// placing makes placement decisions one at a time: each sees the
 	// domains the one before it reserved.
 	placing       sync.Mutex
@@ -76,8 +87,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Parallelism == 0 {
 		r.Parallelism = 100
 	}
-	if r.now == nil {
-		r.now = time.Now
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
 	}
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, OwnerUIDIndex, func(o client.Object) []string {
 		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "JobSet" && ref.APIVersion == api.GroupVersion.String() {
@@ -102,7 +113,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		if err != nil {
 			return err
 		}
-		b = b.WatchesRawSource(source.Channel(wake, (&wakes{}).handler()))
+		b = b.WatchesRawSource(source.Channel(wake, (&wakes{clock: r.Clock}).handler()))
 	}
 	if r.Gates.WorkloadAwareScheduling {
 		b = b.Owns(&schedulingv1beta1.Workload{}).Owns(&schedulingv1beta1.PodGroup{})
@@ -130,6 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.lastWrite.Delete(req.NamespacedName)
+			r.refused.Delete(req.NamespacedName)
 			if r.Domains != nil {
 				r.Domains.Release(req.NamespacedName.String())
 			}
@@ -143,7 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := r.decide(ctx, &js, observed)
+	plan, err := r.decideAll(ctx, &js, observed)
 	if errors.Is(err, errDomainsNotSynced) {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	} else if err != nil {
@@ -174,22 +186,26 @@ func onlyConflicts(err error) bool {
 	return apierrors.IsConflict(err)
 }
 
-// decide decides. A JobSet whose plan creates or resumes Jobs that we
-// place decides again with a snapshot of the domain cache, under the
-// placing lock: decisions that place are taken one at a time, each
-// seeing the reservations of the one before, and placement's memory takes
-// the plan's reservations before the next. The many reconciles that place
-// nothing (a Job's counts changed) read no snapshot and take no lock.
-func (r *Reconciler) decide(ctx context.Context, js *api.JobSet, o Observed) (Plan, error) {
-	plan := Decide(o)
-	if keys, ok := needsPlacement(js); ok && r.Domains != nil && len(plan.Create)+len(plan.Resume) > 0 {
+// decideAll decides, and remembers what placement's memory must change.
+// A decision that would place Jobs asks for a snapshot of their domains
+// (policy.Plan.NeedsSnapshot): it is decided again with one, under the placing
+// lock, so decisions that place are taken one at a time, each seeing the
+// reservations of the one before. The many reconciles that place nothing
+// (a Job's counts changed) decide once, read no snapshot and take no lock.
+func (r *Reconciler) decideAll(ctx context.Context, js *api.JobSet, o policy.Observed) (policy.Plan, error) {
+	decide := r.decide
+	if decide == nil {
+		decide = policy.Decide
+	}
+	plan := decide(o)
+	if len(plan.NeedsSnapshot) > 0 {
 		r.placing.Lock()
 		defer r.placing.Unlock()
 		var err error
-		if o.Placement, err = r.observePlacement(ctx, js, keys); err != nil {
-			return Plan{}, err
+		if o.Placement, err = r.observePlacement(ctx, js, plan.NeedsSnapshot); err != nil {
+			return policy.Plan{}, err
 		}
-		plan = Decide(o)
+		plan = decide(o)
 	}
 	r.remember(js, &plan)
 	return plan, nil
@@ -201,52 +217,7 @@ func ManagedByUs(js *api.JobSet) bool {
 	return m == "" || m == api.JobSetControllerName
 }
 
-func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (Observed, error) {
-	// The Jobs are the cache's own objects, not copies (copying every
-	// child Job was most of a reconcile's CPU): nothing may change them. Decide only reads them; whatever the
-	// plan updates is built fresh or copied first (resumed, Suspend).
-	var list batchv1.JobList
-	if err := r.Client.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingFields{OwnerUIDIndex: string(js.UID)},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return Observed{}, fmt.Errorf("list child jobs: %w", err)
-	}
-	jobs := make([]*batchv1.Job, len(list.Items))
-	for i := range list.Items {
-		jobs[i] = &list.Items[i]
-	}
-	o := Observed{JobSet: js, Jobs: jobs, Now: r.now(), Gates: r.Gates, AgentTimeout: r.AgentTimeout, CountsInterval: r.CountsInterval}
-	if last, ok := r.lastWrite.Load(client.ObjectKeyFromObject(js)); ok {
-		o.LastStatusWrite = last.(time.Time)
-	}
-	if !ptr.Deref(js.Spec.Suspend, false) {
-		refusal, err := findPodRefusal(ctx, r.Events, jobs, o.Now)
-		if err != nil {
-			return o, err
-		}
-		o.PodsRefused = refusal
-	}
-	if r.inPlace != nil && inPlace(js) {
-		// Pods going, not started, or of a recreated attempt have no agent to wait for.
-		o.Pods = r.inPlace.pods(client.ObjectKeyFromObject(js), strconv.Itoa(int(js.Status.Restarts)))
-	}
-	if r.Gates.WorkloadAwareScheduling && js.Spec.Scheduling != nil {
-		var err error
-		if o.Scheduling, err = r.observeScheduling(ctx, js); err != nil {
-			return o, err
-		}
-	}
-	if dnsHostnames(js) {
-		var svc corev1.Service
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: headlessService(js).Name}, &svc)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return o, err
-		}
-		o.ServiceExists = err == nil
-	}
-	return o, nil
-}
-
-func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
+func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) error {
 	var errs []error
 	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Delete, func(j *batchv1.Job) error {
 		if p.DeletePodsGrace != nil {
@@ -288,9 +259,7 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, createErr.Error())
 		errs = append(errs, createErr)
 	}
-	if afterCreate(p, createErr, r.now()) {
-		r.remember(js, p)
-	}
+	r.noteCreation(js, len(p.Create), createErr)
 	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Scale, func(j *batchv1.Job) error {
 		patch := fmt.Sprintf(`{"spec":{"parallelism":%d,"completions":%d}}`, *j.Spec.Parallelism, *j.Spec.Completions)
 		return r.Client.Patch(ctx, j, client.RawPatch(types.MergePatchType, []byte(patch)))
@@ -316,11 +285,11 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *Plan) error {
 		if err := r.Client.Status().Update(ctx, js); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("update status: %w", err))...)
 		}
-		r.lastWrite.Store(client.ObjectKeyFromObject(js), r.now())
+		r.lastWrite.Store(client.ObjectKeyFromObject(js), r.Clock.Now())
 		for _, e := range p.Events {
 			r.event(js, e.Type, e.Reason, e.Message)
 		}
-		metrics.ObserveJobSetStatus(js, before, r.now())
+		metrics.ObserveJobSetStatus(js, before, r.Clock.Now())
 	}
 	if p.DeleteJobSet {
 		err := r.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))

@@ -21,7 +21,7 @@ import (
 	"github.com/multislice/multislice/internal/naming"
 	"github.com/multislice/multislice/internal/podgroups"
 	"github.com/multislice/multislice/internal/podtemplate"
-	"github.com/multislice/multislice/internal/webhook/tpu"
+	"github.com/multislice/multislice/internal/tpujob"
 )
 
 var (
@@ -76,7 +76,7 @@ func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("failurePolicy", "maxRestarts"), fp.MaxRestarts, "must be 0 or more (0: the first failure fails the JobSet)"))
 	}
 	errs = append(errs, validateExclusiveKeys(js)...)
-	errs = append(errs, tpu.CheckJobSet(js).Errors...)
+	errs = append(errs, tpujob.CheckJobSet(js).Errors...)
 	if m := js.Spec.ManagedBy; m != nil {
 		errs = append(errs, validateManagedBy(*m, spec.Child("managedBy"))...)
 	}
@@ -303,7 +303,7 @@ func Warnings(js *api.JobSet, gates features.Gates) []string {
 		out = append(out, "spec.activeDeadlineSeconds is not enforced: the manager's feature gate "+features.ActiveDeadlineSeconds+
 			" is off (multislice manager --feature-gates="+features.ActiveDeadlineSeconds+"=true)")
 	}
-	return append(out, tpu.CheckJobSet(js).Advice...)
+	return append(out, tpujob.CheckJobSet(js).Advice...)
 }
 
 // ValidateUpdate: replicated jobs are immutable, except that while the

@@ -1,3 +1,5 @@
+// Package tpu serves GKE's TPU Job webhooks (/mutate-batch-v1-job,
+// /validate-batch-v1-job) over the pure checks and injection of tpujob.
 package tpu
 
 import (
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	jobset "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/tpujob"
 )
 
 // MatchTPU is the CEL matchCondition that keeps every Job that requests no
@@ -41,7 +44,7 @@ func (w *JobWebhook) Default(_ context.Context, job *batchv1.Job) error {
 	if w.StandAside {
 		return nil
 	}
-	Inject(job)
+	tpujob.Inject(job)
 	return nil
 }
 
@@ -55,7 +58,7 @@ func (w *JobWebhook) ValidateCreate(_ context.Context, job *batchv1.Job) (admiss
 	if n, err := strconv.Atoi(job.Labels[jobset.ReplicatedJobReplicas]); err == nil && job.Labels[jobset.JobSetNameKey] != "" {
 		slices = n
 	}
-	f := CheckJobSpec(&job.Spec, slices, field.NewPath("spec"))
+	f := tpujob.CheckJobSpec(&job.Spec, slices, field.NewPath("spec"))
 	if len(f.Errors) == 0 {
 		return f.Advice, nil
 	}

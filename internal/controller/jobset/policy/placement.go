@@ -1,7 +1,6 @@
-package jobset
+package policy
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,11 +10,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
@@ -77,19 +73,6 @@ func placementKeys(js *api.JobSet) []string {
 	return keys
 }
 
-// needsPlacement: some of the JobSet's Jobs are placed by us, now (it
-// runs and names an exclusive key); keys are the keys they are placed by.
-func needsPlacement(js *api.JobSet) (keys []string, ok bool) {
-	if ptr.Deref(js.Spec.Suspend, false) {
-		return nil, false
-	}
-	if _, done := finished(&js.Status); done != nil {
-		return nil, false
-	}
-	keys = placementKeys(js)
-	return keys, len(keys) > 0
-}
-
 // place pins the Jobs the plan creates or resumes to domains of their
 // exclusive keys, all of them or none (placement.Decide, one key at a
 // time): it writes the TopologyAssigned condition, the Jobs' node
@@ -100,7 +83,13 @@ func needsPlacement(js *api.JobSet) (keys []string, ok bool) {
 func place(o Observed, p *Plan, e *statusEditor) {
 	in := o.Placement
 	jobs := append(append([]*batchv1.Job(nil), p.Create...), p.Resume...)
-	if in == nil || len(jobs) == 0 {
+	if len(jobs) == 0 {
+		return
+	}
+	if in == nil {
+		if keys := placementKeys(o.JobSet); o.Places && len(keys) > 0 {
+			p.NeedsSnapshot = keys
+		}
 		return
 	}
 	// Assign every Job of the attempt at once, including those still waiting
@@ -138,8 +127,7 @@ func place(o Observed, p *Plan, e *statusEditor) {
 		if !ok {
 			continue
 		}
-		j.Spec.Template.Spec.NodeSelector = merge(j.Spec.Template.Spec.NodeSelector, map[string]string{key: d})
-		j.Annotations = merge(j.Annotations, map[string]string{api.AssignedDomainAnnotation: d})
+		api.Pin(j, key, d)
 	}
 	if len(hold) == 0 {
 		return
@@ -234,17 +222,13 @@ func request(in *Placement, key, jobSet string, jobs []*batchv1.Job, mine map[st
 	return req
 }
 
-// priority is the JobSet's rank in the queue (placement.Priority), its
-// PriorityClass read from the cache.
-func priority(ctx context.Context, c client.Reader, js *api.JobSet) (int32, error) {
-	var getErr error
-	p := placement.Priority(js, func(name string) (int32, bool) {
-		var pc schedulingv1.PriorityClass
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, &pc); err != nil {
-			getErr = client.IgnoreNotFound(err)
-			return 0, false
-		}
-		return pc.Value, true
-	})
-	return p, getErr
+// placementStage places a running JobSet's Jobs (place). The first
+// decision of a reconcile has no snapshot of the domains: one that would
+// place asks for it (Plan.NeedsSnapshot) and the reconciler decides again
+// with it, so the many decisions that place nothing take no snapshot.
+func placementStage(d *decision) bool {
+	if !d.suspended {
+		place(d.o, &d.p, d.e)
+	}
+	return false
 }

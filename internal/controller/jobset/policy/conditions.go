@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	"time"

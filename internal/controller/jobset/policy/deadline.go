@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	"fmt"
@@ -39,4 +39,33 @@ func deadlineLeft(js *api.JobSet, status *api.JobSetStatus, now time.Time) (left
 func deadlineMessage(js *api.JobSet, status *api.JobSetStatus, now time.Time) string {
 	return fmt.Sprintf("the JobSet ran for %s since %s, past spec.activeDeadlineSeconds (%ds): every child Job is stopped",
 		now.Sub(status.StartTime.Time).Round(time.Second), status.StartTime.UTC().Format(time.RFC3339), *js.Spec.ActiveDeadlineSeconds)
+}
+
+// deadlineStage ends a JobSet whose activeDeadlineSeconds ran out:
+// completed if its success policy holds, else failed. A Job that failed in
+// the same reconcile goes to the failure policy first (KEP-1186): it
+// restarts (and so renews the deadline) or fails the JobSet with its own
+// reason.
+func deadlineStage(d *decision) bool {
+	if !d.o.Gates.ActiveDeadlineSeconds {
+		return false
+	}
+	trackStart(d.js, &d.p.Status, d.o.Now)
+	left, ok := deadlineLeft(d.js, &d.p.Status, d.o.Now)
+	switch {
+	case !ok:
+		return false
+	case left > 0:
+		d.deadlineLeft = left
+		return false
+	case len(d.c.failed) > 0:
+		return false
+	}
+	if len(d.c.succeeded) > 0 && succeeded(d.js, d.p.Status.ReplicatedJobsStatus) {
+		d.e.complete() // success is judged first: a finished run is never failed by its deadline
+	} else {
+		d.e.fail(api.DeadlineExceededReason, deadlineMessage(d.js, &d.p.Status, d.o.Now))
+	}
+	d.p.Delete = notDeleting(d.c.active)
+	return true
 }

@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	"fmt"
@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/agent"
 )
 
 // DefaultAgentTimeout is how long an in-place restart may make no progress
@@ -29,23 +28,7 @@ type InPlacePod struct {
 	Restarts int32
 }
 
-// agentStarted: the pod's agent runs, or has run, in this pod. A real
-// kubelet keeps a pod Pending while its agent holds the barrier (the
-// sidecar's startup probe has not passed, so the pod is not initialized):
-// such a pod counts once its agent wrote an attempt. A pod Pending with no
-// attempt is still being scheduled or started: it waits for capacity, it
-// does not lag.
-func agentStarted(p *corev1.Pod) bool {
-	switch p.Status.Phase {
-	case corev1.PodRunning:
-		return true
-	case corev1.PodPending:
-		return p.Spec.NodeName != "" && agent.PodAttempt(p.Annotations) != nil
-	}
-	return false
-}
-
-func inPlace(js *api.JobSet) bool {
+func InPlace(js *api.JobSet) bool {
 	return js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == api.InPlaceRestart
 }
 
@@ -155,25 +138,32 @@ func decideInPlace(js *api.JobSet, pods []InPlacePod, timeout time.Duration, e *
 		st.PreviousInPlaceRestartAttempt = ptr.To(prev)
 		e.changed = true
 	}
-	var lagging []string
-	for _, p := range pods {
-		if p.Attempt == nil || *p.Attempt < highest {
-			lagging = append(lagging, p.Name)
-		}
-	}
-	msg := fmt.Sprintf("attempt %d: %d of %d pods in it", highest, len(pods)-len(lagging), expected)
-	if len(lagging) > 0 {
-		msg += fmt.Sprintf("; %d running pods not yet (%s)", len(lagging), first(lagging, 3))
-	}
-	if len(pods) < expected {
-		msg += fmt.Sprintf("; %d pods not running yet", expected-len(pods))
-	}
-	if waitFor(cond, msg, e) || len(lagging) == 0 || e.now.Sub(cond.LastTransitionTime.Time) < timeout {
+	msg, lagging := progress(pods, highest, expected)
+	if waitFor(cond, msg, e) || lagging == 0 || e.now.Sub(cond.LastTransitionTime.Time) < timeout {
 		return false // waiting for capacity is the placement's to report
 	}
 	e.set(api.JobSetInPlaceRestarting, metav1.ConditionFalse, api.AgentTimeoutReason,
 		fmt.Sprintf("%s for %s: the in-place restart agent is missing or stuck there; recreating every Job instead", msg, timeout), corev1.EventTypeWarning)
 	return true
+}
+
+// progress says how far an in-place restart to attempt highest is, and
+// how many running pods lag behind it.
+func progress(pods []InPlacePod, highest int32, expected int) (msg string, lagging int) {
+	var names []string
+	for _, p := range pods {
+		if p.Attempt == nil || *p.Attempt < highest {
+			names = append(names, p.Name)
+		}
+	}
+	msg = fmt.Sprintf("attempt %d: %d of %d pods in it", highest, len(pods)-len(names), expected)
+	if len(names) > 0 {
+		msg += fmt.Sprintf("; %d running pods not yet (%s)", len(names), first(names, 3))
+	}
+	if len(pods) < expected {
+		msg += fmt.Sprintf("; %d pods not running yet", expected-len(pods))
+	}
+	return msg, len(names)
 }
 
 // noAgents handles a JobSet whose running pods carry no attempt at all.

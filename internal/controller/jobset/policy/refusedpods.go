@@ -1,18 +1,14 @@
-package jobset
+package policy
 
 import (
-	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
@@ -45,9 +41,9 @@ type PodRefusal struct {
 	Job, Message string
 }
 
-// podless are the active child Jobs that should have pods by now and have
+// Podless are the active child Jobs that should have pods by now and have
 // none: not suspended, not finished, older than podsExpectedWithin.
-func podless(jobs []*batchv1.Job, now time.Time) []*batchv1.Job {
+func Podless(jobs []*batchv1.Job, now time.Time) []*batchv1.Job {
 	var out []*batchv1.Job
 	for _, j := range jobs {
 		if awaitsPods(j) && now.Sub(j.CreationTimestamp.Time) >= podsExpectedWithin {
@@ -62,44 +58,6 @@ func awaitsPods(j *batchv1.Job) bool {
 	s := j.Status
 	return j.DeletionTimestamp == nil && !ptr.Deref(j.Spec.Suspend, false) && api.JobOutcome(j) == "" &&
 		s.Active+s.Succeeded+s.Failed+ptr.Deref(s.Terminating, 0) == 0
-}
-
-// findPodRefusal reads the Job controller's FailedCreate events of the
-// first podless Job (events are not cached: this read happens only for a
-// JobSet whose Jobs have no pods). nil when there is none.
-func findPodRefusal(ctx context.Context, events client.Reader, jobs []*batchv1.Job, now time.Time) (*PodRefusal, error) {
-	candidates := podless(jobs, now)
-	if events == nil || len(candidates) == 0 {
-		return nil, nil
-	}
-	sort.Slice(candidates, func(i, k int) bool { return candidates[i].Name < candidates[k].Name })
-	j := candidates[0]
-	var list corev1.EventList
-	err := events.List(ctx, &list, client.InNamespace(j.Namespace), client.MatchingFieldsSelector{Selector: fields.SelectorFromSet(fields.Set{
-		"involvedObject.kind": "Job", "involvedObject.uid": string(j.UID), "reason": "FailedCreate"})})
-	if err != nil {
-		return nil, fmt.Errorf("read the FailedCreate events of job %s: %w", j.Name, err)
-	}
-	if len(list.Items) == 0 {
-		return nil, nil
-	}
-	last := list.Items[0]
-	for _, e := range list.Items[1:] {
-		if eventTime(e).After(eventTime(last)) {
-			last = e
-		}
-	}
-	return &PodRefusal{Job: j.Name, Message: last.Message}, nil
-}
-
-func eventTime(e corev1.Event) time.Time {
-	if !e.LastTimestamp.IsZero() {
-		return e.LastTimestamp.Time
-	}
-	if !e.EventTime.IsZero() {
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 // decidePodCreation says that pods cannot be created and, once that has
@@ -175,4 +133,22 @@ func requeue(p *Plan, d time.Duration) {
 	if p.RequeueAfter == 0 || d < p.RequeueAfter {
 		p.RequeueAfter = d
 	}
+}
+
+// podCreationStage watches a running JobSet's Jobs that have no pods:
+// those the Job controller cannot create pods for say so and, after a
+// grace, let their domains go (decidePodCreation); the others are looked
+// at again when they should have pods.
+func podCreationStage(d *decision) bool {
+	if d.suspended {
+		return false
+	}
+	placed := meta.IsStatusConditionTrue(d.p.Status.Conditions, string(TopologyAssigned))
+	if decidePodCreation(d.o, d.c.active, placed, d.e, &d.p) {
+		return true
+	}
+	if d.o.PodsRefused == nil {
+		expectPods(d.c.active, d.o.Now, &d.p)
+	}
+	return false
 }

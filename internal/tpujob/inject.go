@@ -2,7 +2,7 @@
 // template the environment GKE's closed webhook and TPU device plugin would
 // give its pods, and it refuses TPU workloads whose shape cannot work.
 // Inject and Validate are pure; webhook.go wires them into admission.
-package tpu
+package tpujob
 
 import (
 	"fmt"

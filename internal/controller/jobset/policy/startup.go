@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	"sort"
@@ -174,4 +174,16 @@ func failedAt(j *batchv1.Job) time.Time {
 		return c.LastTransitionTime.Time
 	}
 	return time.Time{}
+}
+
+// sortStage sorts the Jobs by attempt and outcome and counts them into
+// replicatedJobsStatus; a new JobSet's TPU advice becomes its events.
+func sortStage(d *decision) bool {
+	advise(d.js, d.e)
+	d.c = sortChildren(d.js, d.o.Jobs, d.o.Gates.RestartJob)
+	d.p.Status.ReplicatedJobsStatus = replicatedJobsStatus(d.js, d.c)
+	if d.o.Gates.ExecutionAttemptsTracking {
+		countExecution(d.js, &d.p.Status)
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	"fmt"
@@ -191,4 +191,25 @@ func grow(v []int32, n int) []int32 {
 		v = append(v, 0)
 	}
 	return v
+}
+
+// restartStage deletes the previous attempt's Jobs (and any the spec no
+// longer has), settles RestartingJobSet once every Job is ready again, and
+// restarts on a failed Job: by the failure policy, or in place.
+func restartStage(d *decision) bool {
+	p, c := &d.p, d.c
+	p.Delete = notDeleting(c.previous)
+	if len(p.Delete) > 0 {
+		p.DeletePodsGrace = restartGrace(d.js)
+	}
+	p.Delete = append(p.Delete, notDeleting(c.surplus)...)
+	if !d.suspended && allReadyOrSucceeded(d.js, p.Status.ReplicatedJobsStatus) {
+		recovered(d.e, d.js.Status.Restarts)
+	}
+	inPlaceOn := d.o.Gates.InPlaceRestart && InPlace(d.js)
+	if len(c.failed) > 0 && !inPlaceOn {
+		applyFailurePolicy(d.js, c, d.e, d.o.Gates)
+		return true
+	}
+	return inPlaceOn && restartInPlace(d.o, c, d.e, p)
 }

@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	"maps"
@@ -245,4 +245,31 @@ func claims(js *api.JobSet) []*corev1.PersistentVolumeClaim {
 		}
 	}
 	return out
+}
+
+// serviceStage asks for the headless Service (when pods get DNS names and
+// it is missing) and the shared claims.
+func serviceStage(d *decision) bool {
+	if dnsHostnames(d.js) && !d.o.ServiceExists {
+		d.p.Service = headlessService(d.js)
+	}
+	d.p.Claims = claims(d.js)
+	return false
+}
+
+// emptyStage: a JobSet with no replicated job. Upstream accepts it, gives
+// it its Service and nothing else; say why nothing runs.
+func emptyStage(d *decision) bool {
+	if len(d.js.Spec.ReplicatedJobs) > 0 {
+		return false
+	}
+	d.e.put(ChildJobsCreated, metav1.ConditionFalse, NoReplicatedJobsReason,
+		"spec.replicatedJobs is empty: this JobSet has nothing to run and stays as it is (as upstream's does); delete it, or create it again with a replicated job", corev1.EventTypeWarning)
+	return true
+}
+
+// ServiceName is the headless Service js's pods need, ok false when they
+// get no DNS names: what the reconciler observes (Observed.ServiceExists).
+func ServiceName(js *api.JobSet) (name string, ok bool) {
+	return naming.Subdomain(js), dnsHostnames(js)
 }

@@ -1,4 +1,8 @@
-package tpu
+// Package tpujob is what GKE's TPU webhook does to a Job, as pure
+// functions: the checks that refuse or advise on a TPU Job's shape
+// (CheckJobSpec, CheckJobSet) and the TPU environment its pods get
+// (Inject). The admission webhooks and the JobSet controller share it.
+package tpujob
 
 import (
 	"fmt"

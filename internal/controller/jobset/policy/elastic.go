@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
@@ -34,4 +34,12 @@ func rescaled(js *api.JobSet, active []*batchv1.Job) []*batchv1.Job {
 		}
 	}
 	return out
+}
+
+// scaleStage rescales the active Jobs whose replicated job changed size.
+func scaleStage(d *decision) bool {
+	if d.o.Gates.ElasticJobSet {
+		d.p.Scale = rescaled(d.js, d.c.active)
+	}
+	return false
 }

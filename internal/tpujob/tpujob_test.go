@@ -1,14 +1,12 @@
-package tpu
+package tpujob
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -245,21 +243,6 @@ func TestInitContainerTPU(t *testing.T) {
 	errs := ValidateJobSpec(&job.Spec, 1, field.NewPath("spec"))
 	if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "spec.template.spec.initContainers[0].resources.limits[google.com/tpu]") {
 		t.Fatalf("wrong chips in an init container: %v", errs)
-	}
-}
-
-// Standing aside (GKE's webhook does the job), both webhooks allow a TPU
-// Job unchanged, even one whose shape ours would refuse.
-func TestStandAside(t *testing.T) {
-	w := &JobWebhook{StandAside: true}
-	job := tpuJob("train", 4, "4", map[string]string{gke.AcceleratorLabel: "tpu-v5-lite-podslice", gke.TopologyLabel: "4x4"})
-	before := job.DeepCopy()
-	if err := w.Default(context.Background(), job); err != nil || !equality.Semantic.DeepEqual(job, before) {
-		t.Errorf("Default changed the Job: %v", err)
-	}
-	job.Spec.Template.Spec.NodeSelector[gke.TopologyLabel] = "7x7"
-	if _, err := w.ValidateCreate(context.Background(), job); err != nil {
-		t.Errorf("ValidateCreate refused: %v", err)
 	}
 }
 

@@ -1,14 +1,14 @@
-package jobset
+package policy
 
 import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
-	"github.com/multislice/multislice/internal/webhook/tpu"
+	"github.com/multislice/multislice/internal/tpujob"
 )
 
 // TPUAdviceReason is the Warning event that keeps admission's TPU advice
-// (tpu.Findings.Advice: the workload runs, maybe not as its author
+// (tpujob.Findings.Advice: the workload runs, maybe not as its author
 // expects) on the JobSet, where `kubectl describe` and `multislice status`
 // show it long after kubectl printed the warning.
 const TPUAdviceReason = "TPUAdvice"
@@ -20,7 +20,7 @@ func advise(js *api.JobSet, e *statusEditor) {
 	if js.Status.ReplicatedJobsStatus != nil {
 		return
 	}
-	for _, a := range tpu.CheckJobSet(js).Advice {
+	for _, a := range tpujob.CheckJobSet(js).Advice {
 		e.event(corev1.EventTypeWarning, TPUAdviceReason, a)
 	}
 }

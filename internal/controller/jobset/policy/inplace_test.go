@@ -1,4 +1,4 @@
-package jobset
+package policy
 
 import (
 	"strings"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -151,28 +150,4 @@ func TestRestartInPlace(t *testing.T) {
 			t.Fatalf("restarts %d, want 1 (RestartJobSet)", p.Status.Restarts)
 		}
 	})
-}
-
-func TestAgentStarted(t *testing.T) {
-	withAttempt := map[string]string{api.InPlaceRestartAttemptKey: "2"}
-	for _, tc := range []struct {
-		name        string
-		phase       corev1.PodPhase
-		node        string
-		annotations map[string]string
-		want        bool
-	}{
-		{"running", corev1.PodRunning, "n", nil, true},
-		{"pending at the barrier (real kubelet)", corev1.PodPending, "n", withAttempt, true},
-		{"pending, agent not started", corev1.PodPending, "n", nil, false},
-		{"pending, not scheduled", corev1.PodPending, "", withAttempt, false},
-		{"failed", corev1.PodFailed, "n", withAttempt, false},
-		{"succeeded", corev1.PodSucceeded, "n", withAttempt, false},
-	} {
-		p := &corev1.Pod{}
-		p.Status.Phase, p.Spec.NodeName, p.Annotations = tc.phase, tc.node, tc.annotations
-		if got := agentStarted(p); got != tc.want {
-			t.Errorf("%s: agentStarted %v, want %v", tc.name, got, tc.want)
-		}
-	}
 }

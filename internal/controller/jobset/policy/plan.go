@@ -1,0 +1,216 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+)
+
+// waitingMessageInterval spaces the writes of a waiting JobSet whose
+// InsufficientCapacity message alone changes ("4 are free", "3 are
+// free"): ten JobSets queued behind 300 being placed would otherwise write
+// their status and an event 3,000 times, load that delays the very
+// placements they wait for.
+const waitingMessageInterval = 10 * time.Second
+
+// inPlaceProgressInterval spaces the writes of an in-place restart's
+// progress ("attempt 1: 512 of 1,024 pods in it"): every agent watches its
+// JobSet, so each write is one watch event per pod; a quarter of the agent
+// timeout at most, since progress restarts it.
+func inPlaceProgressInterval(agentTimeout time.Duration) time.Duration {
+	if agentTimeout == 0 {
+		agentTimeout = DefaultAgentTimeout
+	}
+	return min(5*time.Second, agentTimeout/4)
+}
+
+// batchCounts postpones a status write that changes nothing but counts
+// when the last write was less than CountsInterval ago (an in-place
+// restart's progress: inPlaceProgressInterval; a waiting JobSet's
+// message: waitingMessageInterval); the requeue brings it back, so the
+// status is at most that stale.
+func batchCounts(o Observed, p *Plan) {
+	if !p.StatusChanged || o.CountsInterval == 0 || o.LastStatusWrite.IsZero() {
+		return
+	}
+	old, new := &o.JobSet.Status, &p.Status
+	interval := o.CountsInterval
+	switch {
+	case onlyCountsChanged(old, new):
+		if inPlaceProgressChanged(old, new) {
+			interval = max(interval, inPlaceProgressInterval(o.AgentTimeout))
+		}
+	case onlyWaitingMessageChanged(old, new):
+		interval = waitingMessageInterval
+	default:
+		return
+	}
+	if wait := interval - o.Now.Sub(o.LastStatusWrite); wait > 0 {
+		p.StatusChanged = false
+		if p.RequeueAfter == 0 || wait < p.RequeueAfter {
+			p.RequeueAfter = wait
+		}
+	}
+}
+
+// onlyWaitingMessageChanged: the JobSet waits for domains before and
+// after, and what changed is the message saying why (or counts).
+func onlyWaitingMessageChanged(old, new *api.JobSetStatus) bool {
+	a, b := old.DeepCopy(), new.DeepCopy()
+	ca, cb := meta.FindStatusCondition(a.Conditions, string(TopologyAssigned)), meta.FindStatusCondition(b.Conditions, string(TopologyAssigned))
+	if ca == nil || cb == nil || ca.Status != metav1.ConditionFalse || cb.Status != metav1.ConditionFalse ||
+		ca.Reason != api.InsufficientCapacityReason || cb.Reason != api.InsufficientCapacityReason {
+		return false
+	}
+	cb.Message = ca.Message
+	return onlyCountsChanged(a, b)
+}
+
+// onlyCountsChanged: the new status differs from the old only in Job
+// counts, or in the progress of an in-place restart that keeps waiting
+// (which would otherwise be written once per pod that reaches it).
+func onlyCountsChanged(old, new *api.JobSetStatus) bool {
+	a, b := old.DeepCopy(), new.DeepCopy()
+	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = nil, nil
+	if waitingInPlace(a) && waitingInPlace(b) {
+		meta.RemoveStatusCondition(&a.Conditions, string(api.JobSetInPlaceRestarting))
+		meta.RemoveStatusCondition(&b.Conditions, string(api.JobSetInPlaceRestarting))
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// inPlaceProgressChanged: an in-place restart waits before and after, and
+// what it says about its progress changed.
+func inPlaceProgressChanged(old, new *api.JobSetStatus) bool {
+	if !waitingInPlace(old) || !waitingInPlace(new) {
+		return false
+	}
+	a := meta.FindStatusCondition(old.Conditions, string(api.JobSetInPlaceRestarting))
+	b := meta.FindStatusCondition(new.Conditions, string(api.JobSetInPlaceRestarting))
+	return a.Message != b.Message
+}
+
+func waitingInPlace(st *api.JobSetStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, string(api.JobSetInPlaceRestarting))
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+func restartGrace(js *api.JobSet) *int64 {
+	v, ok := js.Annotations[api.RestartGracePeriodAnnotation]
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return nil // the webhook refuses such values; ignore them here
+	}
+	return &n
+}
+
+func notDeleting(jobs []*batchv1.Job) []*batchv1.Job {
+	var out []*batchv1.Job
+	for _, j := range jobs {
+		if j.DeletionTimestamp == nil {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func allReadyOrSucceeded(js *api.JobSet, st []api.ReplicatedJobStatus) bool {
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if st[i].Ready+st[i].Succeeded < rj.Replicas {
+			return false
+		}
+	}
+	return true
+}
+
+// succeeded applies the success policy (default: All of all).
+func succeeded(js *api.JobSet, st []api.ReplicatedJobStatus) bool {
+	policy := api.SuccessPolicy{Operator: api.OperatorAll}
+	if js.Spec.SuccessPolicy != nil {
+		policy = *js.Spec.SuccessPolicy
+	}
+	targeted := func(name string) bool {
+		if len(policy.TargetReplicatedJobs) == 0 {
+			return true
+		}
+		for _, t := range policy.TargetReplicatedJobs {
+			if t == name {
+				return true
+			}
+		}
+		return false
+	}
+	any, all := false, true
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if !targeted(rj.Name) {
+			continue
+		}
+		any = any || st[i].Succeeded > 0
+		all = all && st[i].Succeeded >= rj.Replicas
+	}
+	if policy.Operator == api.OperatorAny {
+		return any
+	}
+	return all
+}
+
+// ttlExpired: delete the JobSet once ttlSecondsAfterFinished has passed
+// since it finished; otherwise come back when it will have.
+func ttlExpired(js *api.JobSet, cond *metav1.Condition, now time.Time) (bool, time.Duration) {
+	if js.Spec.TTLSecondsAfterFinished == nil || js.DeletionTimestamp != nil {
+		return false, 0
+	}
+	expiry := cond.LastTransitionTime.Add(time.Duration(*js.Spec.TTLSecondsAfterFinished) * time.Second)
+	if !now.Before(expiry) {
+		return true, 0
+	}
+	return false, expiry.Sub(now)
+}
+
+// recovered settles RestartingJobSet once every Job is ready again, and
+// says so in an Event with the time the restart took: the restart's end
+// in the JobSet's timeline (the condition keeps upstream's message).
+func recovered(e *statusEditor, attempt int32) {
+	was := meta.FindStatusCondition(e.status.Conditions, string(api.JobSetRestartingJobSet))
+	restarting := was != nil && was.Status == metav1.ConditionTrue
+	var since time.Time
+	if restarting {
+		since = was.LastTransitionTime.Time
+	}
+	if e.set(api.JobSetRestartingJobSet, metav1.ConditionFalse, api.JobsReadyReason, api.JobsReadyMessage, "") && restarting {
+		e.event(corev1.EventTypeNormal, api.JobsReadyReason, fmt.Sprintf("attempt %d: every job is ready again, %s after the restart began",
+			attempt, e.now.Sub(since).Round(10*time.Millisecond)))
+	}
+}
+
+// finishedStage: a JobSet that completed or failed deletes its remaining
+// Jobs, and itself once ttlSecondsAfterFinished has passed.
+func finishedStage(d *decision) bool {
+	_, cond := finished(&d.js.Status)
+	if cond == nil {
+		return false
+	}
+	d.p.Delete = notDeleting(d.c.active)
+	d.p.DeleteJobSet, d.p.RequeueAfter = ttlExpired(d.js, cond, d.o.Now)
+	return true
+}
+
+// successStage completes a JobSet whose success policy holds.
+func successStage(d *decision) bool {
+	if len(d.c.succeeded) > 0 && succeeded(d.js, d.p.Status.ReplicatedJobsStatus) {
+		d.e.complete()
+		return true
+	}
+	return false
+}
