@@ -19,7 +19,7 @@ import (
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim"
+	"github.com/multislice/multislice/internal/localcluster/sim"
 	"github.com/multislice/multislice/test/framework"
 )
 

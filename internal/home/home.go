@@ -1,7 +1,7 @@
 // Package home finds the multislice home, $MULTISLICE_HOME (default
 // ~/.multislice): the local cluster's directory, whose kubeconfig is the
 // default cluster of every command. The local cluster itself
-// (internal/sim/localcluster) keeps its other files there.
+// (internal/localcluster) keeps its other files there.
 package home
 
 import (

@@ -5,21 +5,22 @@ package layers
 import "strings"
 
 // Layers, lowest first: a package may import its own layer and those
-// below, never one above. The simulator sits above the manager, so nothing
-// the manager runs can depend on it.
+// below, never one above. The local cluster (its simulated fleet and real
+// hosts) sits above the manager, so nothing the manager runs can depend
+// on it.
 var Layers = []struct {
 	Name     string
 	Packages []string // import-path prefixes, relative to the module
 }{
 	{"api", []string{"api/", "config/"}},
-	{"facts", []string{"internal/gke", "internal/tpu", "internal/naming", "internal/features", "internal/metrics",
+	{"foundations", []string{"internal/gke", "internal/tpu", "internal/naming", "internal/features", "internal/metrics",
 		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj", "internal/podtemplate",
 		"internal/home"}},
-	{"decisions", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
+	{"components", []string{"internal/placement", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/tpujob", "internal/workload", "internal/agent", "internal/standin", "internal/objcache", "internal/podgroups"}},
 	{"install", []string{"internal/install", "internal/release", "internal/image", "internal/kueue"}},
 	{"manager", []string{"internal/manager", "internal/dashboard"}},
-	{"simulator", []string{"internal/sim"}},
+	{"local cluster", []string{"internal/localcluster"}},
 	{"commands", []string{"internal/cli", "cmd/", "hack/", "bench/", "test/", "examples/"}},
 }
 

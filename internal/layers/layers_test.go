@@ -54,10 +54,10 @@ func TestNoImportGoesUp(t *testing.T) {
 func TestOf(t *testing.T) {
 	for pkg, want := range map[string]string{
 		"api/jobset/v1alpha2":          "api",
-		"internal/gke":                 "facts",
-		"internal/webhook/tpu":         "decisions",
+		"internal/gke":                 "foundations",
+		"internal/webhook/tpu":         "components",
 		"internal/manager":             "manager",
-		"internal/sim/localcluster":    "simulator",
+		"internal/localcluster/sim":    "local cluster",
 		"internal/cli/up":              "commands",
 		"internal/simulator-lookalike": "",
 	} {
@@ -87,8 +87,8 @@ func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, module+"internal/sim") {
-			t.Errorf("%v depend on %s: read the home through internal/home, not the simulator", pkgs, dep)
+		if strings.HasPrefix(dep, module+"internal/localcluster") {
+			t.Errorf("%v depend on %s: read the home through internal/home, not the local cluster", pkgs, dep)
 		}
 	}
 }

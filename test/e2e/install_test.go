@@ -23,9 +23,9 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/install"
+	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/manager"
 	"github.com/multislice/multislice/internal/release"
-	"github.com/multislice/multislice/internal/sim/localcluster"
 	"github.com/multislice/multislice/test/framework"
 )
 

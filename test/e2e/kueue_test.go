@@ -22,7 +22,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/kueue"
-	"github.com/multislice/multislice/internal/sim"
+	"github.com/multislice/multislice/internal/localcluster/sim"
 	"github.com/multislice/multislice/internal/workload"
 	"github.com/multislice/multislice/test/framework"
 )

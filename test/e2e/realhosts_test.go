@@ -24,8 +24,8 @@ import (
 
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
-	"github.com/multislice/multislice/internal/sim/fleet"
-	"github.com/multislice/multislice/internal/sim/realhost"
+	"github.com/multislice/multislice/internal/localcluster/realhost"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 	"github.com/multislice/multislice/internal/versions"
 	"github.com/multislice/multislice/test/framework"
 )

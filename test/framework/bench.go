@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/multislice/multislice/internal/sim/localcluster"
+	"github.com/multislice/multislice/internal/localcluster"
 )
 
 // Up starts a cluster for a benchmark program: `multislice up upArgs...`

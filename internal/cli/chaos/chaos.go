@@ -18,10 +18,11 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cli/nodepool"
+	"github.com/multislice/multislice/internal/localcluster"
+	"github.com/multislice/multislice/internal/localcluster/realhost"
+	"github.com/multislice/multislice/internal/localcluster/sim"
+	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 	"github.com/multislice/multislice/internal/outage"
-	"github.com/multislice/multislice/internal/sim"
-	"github.com/multislice/multislice/internal/sim/cloud"
-	"github.com/multislice/multislice/internal/sim/localcluster"
 )
 
 // NewCmdChaos is `multislice chaos`.
@@ -244,7 +245,7 @@ func simAgentsRun(ctx context.Context, o *SimAgentsOptions) error {
 		if err != nil {
 			return fmt.Errorf("--apiserver-relay: %w", err)
 		}
-		g.Go(func() error { return sim.Relay(ctx, l, u.Host) })
+		g.Go(func() error { return realhost.Relay(ctx, l, u.Host) })
 	}
 	return g.Wait()
 }

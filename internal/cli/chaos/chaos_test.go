@@ -14,8 +14,8 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim/cloud"
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 // factory is a Factory whose local cluster is a fake clientset holding a

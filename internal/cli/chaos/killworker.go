@@ -12,8 +12,8 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cli/logs"
-	"github.com/multislice/multislice/internal/sim/localcluster"
-	"github.com/multislice/multislice/internal/sim/realhost"
+	"github.com/multislice/multislice/internal/localcluster"
+	"github.com/multislice/multislice/internal/localcluster/realhost"
 )
 
 // newCmdKillWorker is `multislice chaos kill-worker`: a worker's process

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/sim/localcluster"
+	"github.com/multislice/multislice/internal/localcluster"
 )
 
 // Options is what `multislice down` was asked: nothing but where.

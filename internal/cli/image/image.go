@@ -18,8 +18,8 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	msimage "github.com/multislice/multislice/internal/image"
-	"github.com/multislice/multislice/internal/sim/localcluster"
-	"github.com/multislice/multislice/internal/sim/realhost"
+	"github.com/multislice/multislice/internal/localcluster"
+	"github.com/multislice/multislice/internal/localcluster/realhost"
 )
 
 // NewCmdImage is `multislice image`.

@@ -16,8 +16,8 @@ import (
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cli/status"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim/cloud"
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 	"github.com/multislice/multislice/internal/tpu"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim/cloud"
+	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 )
 
 // factory is a Factory whose local cluster is a fake clientset holding a

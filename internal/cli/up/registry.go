@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/sim/realhost"
+	"github.com/multislice/multislice/internal/localcluster/realhost"
 )
 
 // RegistryOptions are the flags of `multislice registry`.

@@ -14,9 +14,9 @@ import (
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim/cloud"
-	"github.com/multislice/multislice/internal/sim/fleet"
-	"github.com/multislice/multislice/internal/sim/localcluster"
+	"github.com/multislice/multislice/internal/localcluster"
+	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 	"github.com/multislice/multislice/internal/versions"
 )
 

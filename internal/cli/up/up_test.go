@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/sim/localcluster"
+	"github.com/multislice/multislice/internal/localcluster"
 )
 
 func TestNewCmdUpFillsOptions(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cmdline"
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 const unavailableKey = "unavailable.json"

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 const (

@@ -23,7 +23,8 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/cmdline"
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/realhost"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 // Agents plays, for every simulated pod with the in-place restart agent as
@@ -224,7 +225,7 @@ func (a *Agents) sync(ctx context.Context, key types.NamespacedName) error {
 
 // advertiseTPUChips plays GKE's TPU device plugin on a real TPU host.
 func (a *Agents) advertiseTPUChips(ctx context.Context, n *corev1.Node) {
-	patch := TPUChipsPatch(n)
+	patch := realhost.TPUChipsPatch(n)
 	if patch == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package sim
+package realhost
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 func TestTPUChipsPatch(t *testing.T) {

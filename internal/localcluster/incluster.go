@@ -15,9 +15,9 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/release"
-	"github.com/multislice/multislice/internal/sim/fleet"
 	"github.com/multislice/multislice/internal/versions"
 )
 

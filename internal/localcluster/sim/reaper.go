@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 // reapAfter is how long kwok may take to remove a deleted simulated pod

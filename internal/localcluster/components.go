@@ -8,9 +8,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/multislice/multislice/internal/localcluster/sim"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 	"github.com/multislice/multislice/internal/podgroups"
-	"github.com/multislice/multislice/internal/sim"
-	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 const (

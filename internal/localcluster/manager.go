@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/multislice/multislice/internal/localcluster/sim"
+	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 	"github.com/multislice/multislice/internal/manager"
-	"github.com/multislice/multislice/internal/sim"
-	"github.com/multislice/multislice/internal/sim/cloud"
-	"github.com/multislice/multislice/internal/sim/fleet"
 )
 
 // StartManager runs `multislice manager` (the binary at exe) as one more

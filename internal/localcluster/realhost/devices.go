@@ -1,4 +1,4 @@
-package sim
+package realhost
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 // TPUChipsPatch is the status patch that gives a real host's node the

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/multislice/multislice/internal/install"
-	"github.com/multislice/multislice/internal/sim"
+	"github.com/multislice/multislice/internal/localcluster/sim"
 )
 
 // StartOptions configures Start.

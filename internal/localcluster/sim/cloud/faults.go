@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/multislice/multislice/internal/gke"
-	"github.com/multislice/multislice/internal/sim"
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 // FaultLabel marks a node hit by an injected fault; the repairer heals the

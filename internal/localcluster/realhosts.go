@@ -23,8 +23,8 @@ import (
 
 	"github.com/multislice/multislice/internal/image"
 	"github.com/multislice/multislice/internal/install"
-	"github.com/multislice/multislice/internal/sim/fleet"
-	"github.com/multislice/multislice/internal/sim/realhost"
+	"github.com/multislice/multislice/internal/localcluster/realhost"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 	"github.com/multislice/multislice/internal/versions"
 )
 

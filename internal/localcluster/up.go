@@ -13,8 +13,8 @@ import (
 
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
-	"github.com/multislice/multislice/internal/sim/cloud"
-	"github.com/multislice/multislice/internal/sim/fleet"
+	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
+	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
 // UpOptions is a whole local cluster: the control plane, Multislice's
