@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -151,6 +152,34 @@ func TestPolicyReadsNoClockAndStaysSmall(t *testing.T) {
 				}
 				return true
 			})
+		}
+	}
+}
+
+// sharedByCommands are the CLI packages commands may import: what two
+// commands share lives there (as gh's cmdutil), never in a command.
+var sharedByCommands = []string{"internal/cli", "internal/cli/localfleet"}
+
+// TestCommandsImportNoCommand: a command package imports no other command
+// package; only the root assembles them.
+func TestCommandsImportNoCommand(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"internal/cli/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		if pkg == "internal/cli/root" || slices.Contains(sharedByCommands, pkg) {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			dep, ours := strings.CutPrefix(imp, module)
+			if ours && strings.HasPrefix(dep, "internal/cli/") && !slices.Contains(sharedByCommands, dep) {
+				t.Errorf("%s imports the command package %s: move what they share to a shared package (%v)", pkg, dep, sharedByCommands)
+			}
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -146,19 +145,4 @@ func hasTaint(n *corev1.Node, key string) bool {
 		}
 	}
 	return false
-}
-
-func TestComponentOptions(t *testing.T) {
-	var repair *CloudRepairOptions
-	cmd := NewCmdCloudRepair(&cli.Factory{}, func(_ context.Context, o *CloudRepairOptions) error { repair = o; return nil })
-	cmd.SetArgs([]string{"--delay=3s"})
-	if err := cmd.Execute(); err != nil || repair.Flags.Delay != 3*time.Second {
-		t.Errorf("cloud-repair: err %v, options %+v", err, repair)
-	}
-	var agents *SimAgentsOptions
-	cmd = NewCmdSimAgents(&cli.Factory{}, func(_ context.Context, o *SimAgentsOptions) error { agents = o; return nil })
-	cmd.SetArgs([]string{"--egress-port=7001", "--apiserver-relay=10.88.0.1:6443"})
-	if err := cmd.Execute(); err != nil || agents.Flags.EgressPort != 7001 || agents.Flags.APIServerRelay != "10.88.0.1:6443" {
-		t.Errorf("sim-agents: err %v, options %+v", err, agents)
-	}
 }

@@ -11,9 +11,9 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/cli/logs"
 	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/localcluster/realhost"
+	"github.com/multislice/multislice/internal/view"
 )
 
 // newCmdKillWorker is `multislice chaos kill-worker`: a worker's process
@@ -49,11 +49,11 @@ sees the container exit, and the JobSet's failure policy restarts it.`,
 			}
 			for i := range pods.Items {
 				p := &pods.Items[i]
-				w := logs.WorkerOf(p)
+				w := view.PodWorkerOf(p)
 				if w.Slice != slice || w.Worker != worker || p.DeletionTimestamp != nil || len(p.Status.ContainerStatuses) == 0 {
 					continue
 				}
-				container := logs.DefaultContainer(p)
+				container := view.DefaultContainer(p)
 				var id string
 				for _, s := range p.Status.ContainerStatuses {
 					if s.Name == container && s.State.Running != nil {

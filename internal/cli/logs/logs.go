@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +27,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/view"
 )
 
 // Options is what `multislice logs` was asked.
@@ -98,42 +98,9 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Worker says which slice, worker and attempt a pod is.
-type Worker struct {
-	Slice, Worker, Attempt int
-	// InPlace is the in-place restart attempt its agent reported ("" if none).
-	InPlace string
-}
-
-// WorkerOf reads a JobSet pod's labels and annotations.
-func WorkerOf(p *corev1.Pod) Worker {
-	num := func(s string) int {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return -1
-		}
-		return n
-	}
-	slice := p.Labels[api.JobGlobalIndexKey]
-	if slice == "" {
-		slice = p.Labels[api.JobIndexKey]
-	}
-	return Worker{Slice: num(slice), Worker: num(p.Annotations[batchv1.JobCompletionIndexAnnotation]),
-		Attempt: num(p.Labels[api.RestartsKey]), InPlace: p.Annotations[api.InPlaceRestartAttemptKey]}
-}
-
-// Prefix starts every line of the worker's log.
-func (w Worker) Prefix() string {
-	attempt := strconv.Itoa(w.Attempt)
-	if w.InPlace != "" {
-		attempt += "/" + w.InPlace
-	}
-	return fmt.Sprintf("[slice-%d/worker-%d attempt-%s] ", w.Slice, w.Worker, attempt)
-}
-
 // Selects says whether o wants the pod's log: its slice, its worker, and an
 // attempt from minAttempt on (only minAttempt itself unless following).
-func (o *Options) Selects(w Worker, minAttempt int) bool {
+func (o *Options) Selects(w view.PodWorker, minAttempt int) bool {
 	if (o.Slice >= 0 && w.Slice != o.Slice) || (o.Worker >= 0 && w.Worker != o.Worker) {
 		return false
 	}
@@ -141,17 +108,6 @@ func (o *Options) Selects(w Worker, minAttempt int) bool {
 		return w.Attempt >= minAttempt
 	}
 	return w.Attempt == minAttempt
-}
-
-// DefaultContainer is what `kubectl logs` reads without -c.
-func DefaultContainer(p *corev1.Pod) string {
-	if c := p.Annotations["kubectl.kubernetes.io/default-container"]; c != "" {
-		return c
-	}
-	if len(p.Spec.Containers) > 0 {
-		return p.Spec.Containers[0].Name
-	}
-	return ""
 }
 
 // logsRun prints the logs.
@@ -191,7 +147,7 @@ func logsRun(ctx context.Context, o *Options) error {
 	}
 	var picked []corev1.Pod
 	for _, pod := range pods.Items {
-		if pod.DeletionTimestamp == nil && o.Selects(WorkerOf(&pod), attempt) {
+		if pod.DeletionTimestamp == nil && o.Selects(view.PodWorkerOf(&pod), attempt) {
 			picked = append(picked, pod)
 		}
 	}
@@ -200,7 +156,7 @@ func logsRun(ctx context.Context, o *Options) error {
 			o.JobSet, anyIndex(o.Slice), anyIndex(o.Worker), attempt, o.JobSet)
 	}
 	sort.Slice(picked, func(i, j int) bool {
-		a, b := WorkerOf(&picked[i]), WorkerOf(&picked[j])
+		a, b := view.PodWorkerOf(&picked[i]), view.PodWorkerOf(&picked[j])
 		return a.Slice < b.Slice || (a.Slice == b.Slice && a.Worker < b.Worker)
 	})
 	var errs []error
@@ -240,9 +196,9 @@ type printer struct {
 func (p *printer) stream(ctx context.Context, pod *corev1.Pod, follow bool) error {
 	container := p.opts.Container
 	if container == "" {
-		container = DefaultContainer(pod)
+		container = view.DefaultContainer(pod)
 	}
-	w := WorkerOf(pod)
+	w := view.PodWorkerOf(pod)
 	req := p.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
 		Container: container, Follow: follow, Previous: p.opts.Previous, Timestamps: p.opts.Timestamps})
 	rc, err := req.Stream(ctx)
@@ -281,12 +237,12 @@ func (p *printer) follow(ctx context.Context, c client.Client, fromAttempt int) 
 	)
 	consider := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
-		if !ok || pod.DeletionTimestamp != nil || !p.opts.Selects(WorkerOf(pod), fromAttempt) {
+		if !ok || pod.DeletionTimestamp != nil || !p.opts.Selects(view.PodWorkerOf(pod), fromAttempt) {
 			return
 		}
 		container := p.opts.Container
 		if container == "" {
-			container = DefaultContainer(pod)
+			container = view.DefaultContainer(pod)
 		}
 		restarts, ok := startedInstance(pod, container)
 		if !ok {
@@ -304,7 +260,7 @@ func (p *printer) follow(ctx context.Context, c client.Client, fromAttempt int) 
 			defer active.Done()
 			if err := p.stream(ctx, pod, true); err != nil {
 				p.mu.Lock()
-				fmt.Fprintln(p.out, WorkerOf(pod).Prefix()+"(log unavailable: "+err.Error()+")")
+				fmt.Fprintln(p.out, view.PodWorkerOf(pod).Prefix()+"(log unavailable: "+err.Error()+")")
 				p.mu.Unlock()
 			}
 		}()

@@ -20,6 +20,7 @@ import (
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/testobj"
+	"github.com/multislice/multislice/internal/view"
 )
 
 func TestValidate(t *testing.T) {
@@ -62,11 +63,11 @@ func TestSelects(t *testing.T) {
 		{Options{Slice: 1, Worker: -1, Follow: true}, pod("1", "1", "3"), 1, true}, // following: later attempts too
 		{Options{Slice: 1, Worker: -1, Follow: true}, pod("1", "1", "0"), 1, false},
 	} {
-		if got := tc.o.Selects(WorkerOf(tc.pod), tc.minAttempt); got != tc.want {
-			t.Errorf("%+v on %v (min attempt %d) = %v, want %v", tc.o, WorkerOf(tc.pod), tc.minAttempt, got, tc.want)
+		if got := tc.o.Selects(view.PodWorkerOf(tc.pod), tc.minAttempt); got != tc.want {
+			t.Errorf("%+v on %v (min attempt %d) = %v, want %v", tc.o, view.PodWorkerOf(tc.pod), tc.minAttempt, got, tc.want)
 		}
 	}
-	w := WorkerOf(pod("1", "0", "2"))
+	w := view.PodWorkerOf(pod("1", "0", "2"))
 	if got := w.Prefix(); got != "[slice-1/worker-0 attempt-2] " {
 		t.Errorf("prefix = %q", got)
 	}

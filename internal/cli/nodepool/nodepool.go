@@ -9,12 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/multislice/multislice/internal/cli/localfleet"
+
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/multislice/multislice/internal/cli"
-	"github.com/multislice/multislice/internal/cli/status"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
@@ -109,7 +110,7 @@ func createRun(ctx context.Context, o *CreateOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := OpenCloud(ctx, o.F, "multislice nodepool create")
+	c, err := localfleet.OpenCloud(ctx, o.F, "multislice nodepool create")
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func NewCmdUpdate(f *cli.Factory, runF func(context.Context, *UpdateOptions) err
 }
 
 func updateRun(ctx context.Context, o *UpdateOptions) error {
-	c, err := OpenCloud(ctx, o.F, "multislice nodepool update")
+	c, err := localfleet.OpenCloud(ctx, o.F, "multislice nodepool update")
 	if err != nil {
 		return err
 	}
@@ -221,7 +222,7 @@ func NewCmdDelete(f *cli.Factory, runF func(context.Context, *DeleteOptions) err
 }
 
 func deleteRun(ctx context.Context, o *DeleteOptions) error {
-	c, err := OpenCloud(ctx, o.F, "multislice nodepool delete")
+	c, err := localfleet.OpenCloud(ctx, o.F, "multislice nodepool delete")
 	if err != nil {
 		return err
 	}
@@ -255,7 +256,7 @@ func NewCmdList(f *cli.Factory, runF func(context.Context, *ListOptions) error) 
 }
 
 func listRun(ctx context.Context, o *ListOptions) error {
-	c, err := OpenCloud(ctx, o.F, "multislice nodepool list")
+	c, err := localfleet.OpenCloud(ctx, o.F, "multislice nodepool list")
 	if err != nil {
 		return err
 	}
@@ -263,7 +264,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	return status.PrintPools(o.F, status.Pools(pools, c.Settings.GroupLabels.Name), o.Output)
+	return localfleet.PrintPools(o.F, localfleet.Pools(pools, c.Settings.GroupLabels.Name), o.Output)
 }
 
 // StatusOptions is `nodepool status`'s command line.
@@ -304,7 +305,7 @@ func statusRun(ctx context.Context, o *StatusOptions) error {
 	if err != nil {
 		return fmt.Errorf("-l %q: %w", selector, err)
 	}
-	c, err := OpenCloud(ctx, f, "multislice nodepool status")
+	c, err := localfleet.OpenCloud(ctx, f, "multislice nodepool status")
 	if err != nil {
 		return err
 	}
@@ -339,11 +340,11 @@ func statusRun(ctx context.Context, o *StatusOptions) error {
 	sort.Slice(shown, func(i, j int) bool { return shown[i].Name < shown[j].Name })
 	if output != "" {
 		return cli.PrintObject(f.Out, output, struct {
-			Selector   string         `json:"selector"`
-			Nodes      int            `json:"nodes"`
-			ReadyNodes int            `json:"readyNodes"`
-			Groups     []status.Group `json:"groups"`
-		}{selector, len(nodes.Items), ready, status.Groups(shown)})
+			Selector   string             `json:"selector"`
+			Nodes      int                `json:"nodes"`
+			ReadyNodes int                `json:"readyNodes"`
+			Groups     []localfleet.Group `json:"groups"`
+		}{selector, len(nodes.Items), ready, localfleet.Groups(shown)})
 	}
 	fmt.Fprintf(f.Out, "Ready nodes: %d of %d matching %q\n", ready, len(nodes.Items), selector)
 	for _, g := range shown {
@@ -359,14 +360,4 @@ func statusRun(ctx context.Context, o *StatusOptions) error {
 			g.Name, verdict, g.Health(), hosts, len(g.Pools))
 	}
 	return nil
-}
-
-// OpenCloud is the local cluster's simulated cloud, acting as who (named
-// in its operation lock); nodepool and chaos change the cloud through it.
-func OpenCloud(ctx context.Context, f *cli.Factory, who string) (*cloud.Cloud, error) {
-	client, _, err := f.Client()
-	if err != nil {
-		return nil, err
-	}
-	return cloud.Open(ctx, client, who)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/multislice/multislice/internal/cli/chaos"
 	"github.com/multislice/multislice/internal/cli/dashboard"
 	"github.com/multislice/multislice/internal/cli/down"
+	"github.com/multislice/multislice/internal/cli/hidden"
 	"github.com/multislice/multislice/internal/cli/image"
 	"github.com/multislice/multislice/internal/cli/kueue"
 	"github.com/multislice/multislice/internal/cli/logs"
@@ -46,7 +47,7 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetErr(f.Err)
 	f.BindClientFlags(cmd.PersistentFlags())
 	cmd.AddCommand(up.NewCmdUp(f, nil), down.NewCmdDown(f, nil), status.NewCmdStatus(f, nil), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f, nil), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), chaos.NewCmdCloudRepair(f, nil), chaos.NewCmdSimAgents(f, nil), up.NewCmdRegistry(f, nil), image.NewCmdImage(f), agent.NewCmdAgent(f, nil), logs.NewCmdLogs(f, nil), dashboard.NewCmdDashboard(f, nil), kueue.NewCmdKueue(f), standin.NewCmdPathwaysStandin(f))
+		manager.NewCmdManager(f, nil), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), hidden.NewCmdCloudRepair(f, nil), hidden.NewCmdSimAgents(f, nil), hidden.NewCmdRegistry(f, nil), image.NewCmdImage(f), agent.NewCmdAgent(f, nil), logs.NewCmdLogs(f, nil), dashboard.NewCmdDashboard(f, nil), kueue.NewCmdKueue(f), standin.NewCmdPathwaysStandin(f))
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }

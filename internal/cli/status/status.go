@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/multislice/multislice/internal/cli/localfleet"
+
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +70,7 @@ func statusRun(ctx context.Context, o *Options) error {
 	if o.JobSet != "" {
 		return jobSetRun(ctx, o)
 	}
-	return Run(ctx, o.F, o.Output)
+	return clusterRun(ctx, o.F, o.Output)
 }
 
 // fleetTimeout bounds the fleet's part of `status`, so that it answers
@@ -78,8 +80,8 @@ const fleetTimeout = 4 * time.Second
 // Cluster is the local cluster as `status -o json|yaml` prints it.
 type Cluster struct {
 	Components []localcluster.ComponentStatus `json:"components"`
-	Pools      []Pool                         `json:"pools"`
-	Groups     []Group                        `json:"groups"`
+	Pools      []localfleet.Pool              `json:"pools"`
+	Groups     []localfleet.Group             `json:"groups"`
 	// RealHosts and Machine are the fleet's real hosts; empty without.
 	RealHosts []RealHost                  `json:"realHosts,omitempty"`
 	Machine   *localcluster.RealHostsInfo `json:"realHostsMachine,omitempty"`
@@ -94,31 +96,9 @@ type RealHost struct {
 	Pods       int    `json:"pods"`
 }
 
-// Group is one multislice group as the CLI prints it.
-type Group struct {
-	Name          string   `json:"name"`
-	Size          int      `json:"size"`
-	Pools         []string `json:"pools"`
-	HealthySlices int      `json:"healthySlices"`
-	Complete      bool     `json:"complete"`
-}
-
-// Groups is the printable view of the multislice groups.
-func Groups(groups []cloud.GroupStatus) []Group {
-	out := make([]Group, 0, len(groups))
-	for _, g := range groups {
-		pg := Group{Name: g.Name, Size: g.Size, HealthySlices: g.HealthySlice, Complete: g.Complete(), Pools: []string{}}
-		for _, p := range g.Pools {
-			pg.Pools = append(pg.Pools, p.Name)
-		}
-		out = append(out, pg)
-	}
-	return out
-}
-
-// Run prints components, then node pools and multislice groups (format:
+// clusterRun prints components, then node pools and multislice groups (format:
 // table or wide, or the whole as one json or yaml document).
-func Run(ctx context.Context, f *cli.Factory, format string) error {
+func clusterRun(ctx context.Context, f *cli.Factory, format string) error {
 	home, err := localcluster.At(f.Home())
 	if err != nil {
 		return err
@@ -160,7 +140,7 @@ func Run(ctx context.Context, f *cli.Factory, format string) error {
 		}
 		return fmt.Errorf("%s: no fleet to show: %w", why, err)
 	}
-	printable := Pools(pools, c.Settings.GroupLabels.Name)
+	printable := localfleet.Pools(pools, c.Settings.GroupLabels.Name)
 	machine, err := home.RealHosts()
 	if err != nil {
 		return err
@@ -172,14 +152,14 @@ func Run(ctx context.Context, f *cli.Factory, format string) error {
 		}
 	}
 	if structured {
-		return cli.PrintObject(f.Out, format, Cluster{Components: comps, Pools: printable, Groups: Groups(groups), RealHosts: real, Machine: machine})
+		return cli.PrintObject(f.Out, format, Cluster{Components: comps, Pools: printable, Groups: localfleet.Groups(groups), RealHosts: real, Machine: machine})
 	}
 	fmt.Fprintln(f.Out)
-	if err := PrintPools(f, printable, format); err != nil {
+	if err := localfleet.PrintPools(f, printable, format); err != nil {
 		return err
 	}
 	fmt.Fprintln(f.Out)
-	PrintGroups(f, groups)
+	localfleet.PrintGroups(f, groups)
 	if machine != nil {
 		fmt.Fprintln(f.Out)
 		printRealHosts(f, real, machine)
@@ -250,71 +230,6 @@ func printComponents(f *cli.Factory, comps []localcluster.ComponentStatus, down 
 	if len(down) > 0 {
 		fmt.Fprintf(f.Out, "\nstopped: %s. `multislice up` restarts them; their logs say why they stopped\n", strings.Join(down, ", "))
 	}
-}
-
-// Pool is one node pool as the CLI prints it.
-type Pool struct {
-	Name        string `json:"name"`
-	Group       string `json:"group,omitempty"`
-	MachineType string `json:"machineType"`
-	Accelerator string `json:"accelerator,omitempty"`
-	Topology    string `json:"topology,omitempty"`
-	TPUType     string `json:"tpuType,omitempty"`
-	Nodes       int    `json:"nodes"`
-	Present     int    `json:"present"`
-	Ready       int    `json:"ready"`
-	Healthy     bool   `json:"healthy"`
-	Problem     string `json:"problem,omitempty"`
-}
-
-// Pools is the printable view of the pools' status; group names the
-// multislice-group label.
-func Pools(pools []cloud.PoolStatus, group string) []Pool {
-	out := make([]Pool, 0, len(pools))
-	for _, p := range pools {
-		v := Pool{Name: p.Name, Group: p.Labels[group], MachineType: p.MachineType, Nodes: p.Nodes, Present: p.Present, Ready: p.Ready,
-			Healthy: p.Healthy(), Problem: p.Problem}
-		if p.Shape != nil {
-			v.Accelerator, v.Topology, v.TPUType = p.Accelerator, p.Shape.Topology.String(), p.Shape.AcceleratorType()
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// PrintPools prints one line per node pool (-o table, wide, json, yaml).
-func PrintPools(f *cli.Factory, pools []Pool, format string) error {
-	return cli.Print(f.Out, format, pools, func(wide bool) string {
-		h := "NODEPOOL\tMACHINE TYPE\tACCELERATOR\tTOPOLOGY\tTPU TYPE\tNODES\tREADY\tHEALTH"
-		if wide {
-			h += "\tGROUP\tPRESENT"
-		}
-		return h
-	}, func(p Pool, wide bool) string {
-		health := "healthy"
-		if p.Problem != "" {
-			health = p.Problem
-		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s", p.Name, p.MachineType, cli.OrDash(p.Accelerator), cli.OrDash(p.Topology), cli.OrDash(p.TPUType), p.Nodes, p.Ready, health)
-		if wide {
-			row += fmt.Sprintf("\t%s\t%d", cli.OrDash(p.Group), p.Present)
-		}
-		return row
-	})
-}
-
-// PrintGroups prints one line per multislice group.
-func PrintGroups(f *cli.Factory, groups []cloud.GroupStatus) {
-	if len(groups) == 0 {
-		fmt.Fprintln(f.Out, "no multislice groups")
-		return
-	}
-	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "GROUP\tSIZE\tPOOLS\tHEALTHY SLICES\tCOMPLETE")
-	for _, g := range groups {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%t\n", g.Name, g.Size, len(g.Pools), g.HealthySlice, g.Complete())
-	}
-	w.Flush()
 }
 
 func mib(b int64) string {

@@ -58,26 +58,3 @@ func TestUpPrintsDefaultFleet(t *testing.T) {
 		t.Errorf("err %v, printed %q", err, out.String())
 	}
 }
-
-func TestRegistryOptions(t *testing.T) {
-	var got *RegistryOptions
-	cmd := NewCmdRegistry(nil, func(_ context.Context, o *RegistryOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--addr=127.0.0.1:5000", "--dir=/tmp/r"})
-	if err := cmd.Execute(); err != nil || got.Addr != "127.0.0.1:5000" || got.Dir != "/tmp/r" {
-		t.Fatalf("err %v, options %+v", err, got)
-	}
-	for _, tc := range []struct {
-		o    RegistryOptions
-		want string
-	}{
-		{RegistryOptions{Addr: "127.0.0.1:5000", Dir: "/r"}, ""},
-		{RegistryOptions{Addr: "127.0.0.1:5000"}, "--dir is required"},
-		{RegistryOptions{Addr: "0.0.0.0:5000", Dir: "/r"}, `--addr "0.0.0.0:5000": want 127.0.0.1:PORT`},
-		{RegistryOptions{Addr: "localhost", Dir: "/r"}, `--addr "localhost"`},
-	} {
-		err := tc.o.Validate()
-		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%+v: err = %v, want %q", tc.o, err, tc.want)
-		}
-	}
-}
