@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -33,42 +34,64 @@ type Factory struct {
 	// LocalClient, when set, is the local cluster's admin client (tests
 	// give a fake); else Client builds one from the home's kubeconfig.
 	LocalClient kubernetes.Interface
-	// Kubeconfig and Context are kubectl's --kubeconfig and --context: the
-	// cluster the workload commands (workload, status JOBSET, logs,
-	// dashboard) talk to instead of the local one; As is its --as.
-	Kubeconfig, Context, As string
+	// ClientFlags are kubectl's client flags from k8s.io/cli-runtime
+	// (--kubeconfig, --context, --as, --server, --token,
+	// --certificate-authority, ...): the cluster the workload commands
+	// (workload, status JOBSET, logs, dashboard) talk to instead of the
+	// local one. nil: none given.
+	ClientFlags *genericclioptions.ConfigFlags
 }
 
-// BindClientFlags defines --kubeconfig and --context on fl (the root's
-// persistent flags), as kubectl has them.
+// NewClientFlags are kubectl's client flags less -n, which each command
+// that takes a namespace defines itself; read afresh on each use.
+func NewClientFlags() *genericclioptions.ConfigFlags {
+	c := genericclioptions.NewConfigFlags(false)
+	c.Namespace = nil
+	return c
+}
+
+// BindClientFlags defines kubectl's client flags on fl (the root's
+// persistent flags).
 func (f *Factory) BindClientFlags(fl *pflag.FlagSet) {
-	fl.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster workload commands talk to (default: $KUBECONFIG, else the local cluster's)")
-	fl.StringVar(&f.Context, "context", "", "kubeconfig context to use (default: its current context)")
-	fl.StringVar(&f.As, "as", "", "user to impersonate in workload commands, as kubectl --as")
+	if f.ClientFlags == nil {
+		f.ClientFlags = NewClientFlags()
+	}
+	f.ClientFlags.AddFlags(fl)
 }
 
-// external: a kubeconfig was named (--kubeconfig, --context, $KUBECONFIG)
-// or --as given, so workload commands read the kubeconfig kubectl would
-// rather than take the local cluster's admin client.
+// external: a cluster was named (a client flag, $KUBECONFIG), so
+// workload commands read the kubeconfig kubectl would rather than take the
+// local cluster's admin client.
 func (f *Factory) external() bool {
-	return f.Kubeconfig != "" || f.Context != "" || f.As != "" || os.Getenv("KUBECONFIG") != ""
+	if os.Getenv("KUBECONFIG") != "" {
+		return true
+	}
+	c := f.ClientFlags
+	if c == nil {
+		return false
+	}
+	for _, v := range []*string{c.KubeConfig, c.Context, c.ClusterName, c.AuthInfoName, c.Impersonate, c.ImpersonateUID,
+		c.APIServer, c.BearerToken, c.CAFile, c.CertFile, c.KeyFile, c.Username} {
+		if v != nil && *v != "" {
+			return true
+		}
+	}
+	return c.ImpersonateGroup != nil && len(*c.ImpersonateGroup) > 0
 }
 
-// clientConfig is kubectl's reading of the kubeconfig: --kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config; --context over its current context.
+// clientConfig is kubectl's reading of the kubeconfig and its client
+// flags when a cluster was named, else the local cluster's kubeconfig.
 func (f *Factory) clientConfig() clientcmd.ClientConfig {
+	if f.external() && f.ClientFlags != nil {
+		return f.ClientFlags.ToRawKubeConfigLoader()
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if !f.external() {
 		if h, err := f.Home(); err == nil {
 			rules.ExplicitPath = h.Kubeconfig()
 		}
 	}
-	if f.Kubeconfig != "" {
-		rules.ExplicitPath = f.Kubeconfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.Context}
-	overrides.AuthInfo.Impersonate = f.As
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 }
 
 // Namespace is ns when given (-n), else the context's namespace, as kubectl
@@ -84,7 +107,9 @@ func (f *Factory) Namespace(ns string) string {
 }
 
 // NewFactory uses the process's stdout and stderr.
-func NewFactory() *Factory { return &Factory{Out: os.Stdout, Err: os.Stderr} }
+func NewFactory() *Factory {
+	return &Factory{Out: os.Stdout, Err: os.Stderr, ClientFlags: NewClientFlags()}
+}
 
 // Home is the multislice home: the local cluster's directory.
 func (f *Factory) Home() (home.Dir, error) {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestClientFlags(t *testing.T) {
@@ -31,7 +33,7 @@ current-context: a
 		{"--context b: its cluster, no namespace: default", "b", "", "default", "https://127.0.0.1:7443"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &Factory{HomeDir: dir, Kubeconfig: kubeconfig, Context: tc.context}
+			f := parsed(t, dir, "--kubeconfig", kubeconfig, "--context", tc.context)
 			if got := f.Namespace(tc.flagNS); got != tc.wantNS {
 				t.Errorf("namespace %q, want %q", got, tc.wantNS)
 			}
@@ -41,9 +43,19 @@ current-context: a
 			}
 		})
 	}
-	f := &Factory{HomeDir: dir, Kubeconfig: kubeconfig, As: "alice"}
+	f := parsed(t, dir, "--kubeconfig", kubeconfig, "--as", "alice")
 	if cfg, err := f.WorkloadConfig(); err != nil || cfg.Impersonate.UserName != "alice" {
 		t.Errorf("--as alice: impersonating %+v (%v)", cfg, err)
+	}
+	// kubectl's --server, --token and --certificate-authority, with no
+	// kubeconfig at all.
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, []byte("not read until a request"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f = parsed(t, filepath.Join(dir, "no-cluster"), "--server", "https://127.0.0.1:9443", "--token", "abc", "--certificate-authority", ca)
+	if cfg, err := f.WorkloadConfig(); err != nil || cfg.Host != "https://127.0.0.1:9443" || cfg.BearerToken != "abc" || cfg.CAFile != ca {
+		t.Errorf("--server --token --certificate-authority: %+v (%v)", cfg, err)
 	}
 	// Nothing named: the local cluster's kubeconfig, whose context has no
 	// namespace.
@@ -60,4 +72,16 @@ current-context: a
 	if IsTerminal(w) {
 		t.Error("a pipe is a terminal")
 	}
+}
+
+// parsed is a Factory whose client flags were given args.
+func parsed(t *testing.T, home string, args ...string) *Factory {
+	t.Helper()
+	f := &Factory{HomeDir: home}
+	fl := pflag.NewFlagSet("multislice", pflag.ContinueOnError)
+	f.BindClientFlags(fl)
+	if err := fl.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -158,7 +158,7 @@ func TestPolicyReadsNoClockAndStaysSmall(t *testing.T) {
 
 // sharedByCommands are the CLI packages commands may import: what two
 // commands share lives there (as gh's cmdutil), never in a command.
-var sharedByCommands = []string{"internal/cli", "internal/cli/localfleet"}
+var sharedByCommands = []string{"internal/cli", "internal/cli/localfleet", "internal/cli/jobsetlist"}
 
 // TestCommandsImportNoCommand: a command package imports no other command
 // package; only the root assembles them.

@@ -75,8 +75,8 @@ func Pools(pools []cloud.PoolStatus, group string) []Pool {
 }
 
 // PrintPools prints one line per node pool (-o table, wide, json, yaml).
-func PrintPools(f *cli.Factory, pools []Pool, format string) error {
-	return cli.Print(f.Out, format, pools, func(wide bool) string {
+func PrintPools(f *cli.Factory, pools []Pool, out cli.Output) error {
+	return cli.Print(f.Out, out, pools, func(wide bool) string {
 		h := "NODEPOOL\tMACHINE TYPE\tACCELERATOR\tTOPOLOGY\tTPU TYPE\tNODES\tREADY\tHEALTH"
 		if wide {
 			h += "\tGROUP\tPRESENT"

@@ -27,6 +27,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/jobsetlist"
 	"github.com/multislice/multislice/internal/view"
 )
 
@@ -56,8 +57,9 @@ func NewCmdLogs(f *cli.Factory, runF func(context.Context, *Options) error) *cob
 		runF = logsRun
 	}
 	cmd := &cobra.Command{
-		Use:   "logs JOBSET",
-		Short: "Print a JobSet's logs by slice and worker, following them across restarts",
+		Use:               "logs JOBSET",
+		ValidArgsFunction: jobsetlist.CompleteNames(f),
+		Short:             "Print a JobSet's logs by slice and worker, following them across restarts",
 		Example: `  multislice logs multislice-job                       every worker of the current attempt
   multislice logs multislice-job --slice 1 --worker 0  one worker
   multislice logs multislice-job --slice 1 -f          follow slice 1, across restarts

@@ -236,7 +236,7 @@ func deleteRun(ctx context.Context, o *DeleteOptions) error {
 // ListOptions is `nodepool list`'s command line.
 type ListOptions struct {
 	F      *cli.Factory
-	Output string
+	Output cli.Output
 }
 
 // NewCmdList is `nodepool list`; runF (nil: listRun) gets the options.
@@ -339,7 +339,7 @@ func statusRun(ctx context.Context, o *StatusOptions) error {
 	}
 	sort.Slice(shown, func(i, j int) bool { return shown[i].Name < shown[j].Name })
 	if output != "" {
-		return cli.PrintObject(f.Out, output, struct {
+		return cli.PrintObject(f.Out, cli.Output{Format: output}, struct {
 			Selector   string             `json:"selector"`
 			Nodes      int                `json:"nodes"`
 			ReadyNodes int                `json:"readyNodes"`

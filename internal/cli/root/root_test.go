@@ -36,9 +36,14 @@ func TestCommands(t *testing.T) {
 
 		// No cluster: said on stderr, exit 1.
 		{args: []string{"status"}, code: 1, stderr: "no cluster in", stdoutEmpty: true},
-		{args: []string{"status", "-o", "xml"}, code: 1, stderr: `-o "xml": use table, wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns=NAME:.path,...`, stdoutEmpty: true},
+		{args: []string{"status", "-o", "xml"}, code: 1, stderr: `-o "xml": use table, wide, json, yaml, name, jsonpath=TEMPLATE, go-template=TEMPLATE, custom-columns=NAME:.path,...`, stdoutEmpty: true},
 		{args: []string{"nodepool", "status", "-o", "table"}, code: 1, stderr: `-o "table": use json or yaml`, stdoutEmpty: true},
 		{args: []string{"status", "-w"}, code: 1, stderr: "--watch follows one JobSet: name it", stdoutEmpty: true},
+		{args: []string{"status", "-o", "go-template={{.x"}, code: 1, stderr: "bad go-template", stdoutEmpty: true},
+		{args: []string{"status", "-A", "--no-headers"}, code: 1, stderr: "no cluster in", stdoutEmpty: true},
+		{args: []string{"workload", "list", "-A", "--no-headers"}, code: 1, stderr: "no local cluster", stdoutEmpty: true},
+		// kubectl's client flags name a cluster with no kubeconfig at all.
+		{args: []string{"workload", "list", "--server=https://127.0.0.1:1", "--token=t", "--insecure-skip-tls-verify"}, code: 1, stderr: "127.0.0.1:1", stdoutEmpty: true},
 		{args: []string{"status", "js"}, code: 1, stderr: "start one with `multislice up`", stdoutEmpty: true},
 		{args: []string{"workload", "list"}, code: 1, stderr: "no local cluster", stdoutEmpty: true},
 		{args: []string{"nodepool", "list"}, code: 1, stderr: "no local cluster", stdoutEmpty: true},

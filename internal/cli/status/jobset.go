@@ -95,7 +95,7 @@ func jobSetRun(ctx context.Context, o *Options) error {
 		if err != nil {
 			return err
 		}
-		switch o.Output {
+		switch o.Output.Format {
 		case "", "table", "wide":
 			switch {
 			case o.Watch && cli.IsTerminal(o.F.Out):

@@ -64,9 +64,10 @@ func TestJobSetRunObjectFormats(t *testing.T) {
 	for _, tc := range []struct{ output, want string }{
 		{"name", "jobset.jobset.x-k8s.io/train\n"},
 		{"jsonpath={.name}/{.namespace}", "train/team-a"},
+		{"go-template={{.name}} in {{.namespace}}", "train in team-a"},
 	} {
 		f, out := cluster(t)
-		if err := jobSetRun(context.Background(), &Options{F: f, JobSet: "train", Namespace: "team-a", Output: tc.output}); err != nil {
+		if err := jobSetRun(context.Background(), &Options{F: f, JobSet: "train", Namespace: "team-a", Output: cli.Output{Format: tc.output}}); err != nil {
 			t.Fatalf("-o %s: %v", tc.output, err)
 		}
 		if out.String() != tc.want {
@@ -99,14 +100,15 @@ func TestJobSetRunNotFound(t *testing.T) {
 
 func TestNewCmdStatusFillsOptions(t *testing.T) {
 	f, _ := cluster(t)
-	f.Kubeconfig = "/nonexistent"
+	f.ClientFlags = cli.NewClientFlags()
+	*f.ClientFlags.KubeConfig = "/nonexistent"
 	var got *Options
 	cmd := NewCmdStatus(f, func(_ context.Context, o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"train", "-n", "team-b", "-w", "-o", "wide"})
+	cmd.SetArgs([]string{"train", "-n", "team-b", "-w", "-o", "wide", "--no-headers"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.JobSet != "train" || got.Namespace != "team-b" || !got.Watch || got.Output != "wide" {
+	if got.JobSet != "train" || got.Namespace != "team-b" || !got.Watch || got.Output != (cli.Output{Format: "wide", NoHeaders: true}) {
 		t.Errorf("options %+v", got)
 	}
 	cmd = NewCmdStatus(f, func(context.Context, *Options) error { return nil })

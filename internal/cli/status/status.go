@@ -10,14 +10,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/multislice/multislice/internal/cli/localfleet"
-
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/jobsetlist"
+	"github.com/multislice/multislice/internal/cli/localfleet"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
@@ -30,8 +30,10 @@ type Options struct {
 	// JobSet names the JobSet to show ("": the local cluster).
 	JobSet    string
 	Namespace string
-	Output    string
-	Watch     bool
+	// AllNamespaces lists the JobSets of every namespace (-A).
+	AllNamespaces bool
+	Output        cli.Output
+	Watch         bool
 }
 
 // NewCmdStatus is `multislice status`; runF (nil: statusRun) gets the options.
@@ -41,19 +43,21 @@ func NewCmdStatus(f *cli.Factory, runF func(context.Context, *Options) error) *c
 		runF = statusRun
 	}
 	cmd := &cobra.Command{
-		Use:   "status [JOBSET]",
-		Short: "Show the local cluster (components, memory, fleet), or one JobSet's slices x workers",
+		Use:               "status [JOBSET]",
+		ValidArgsFunction: jobsetlist.CompleteNames(f),
+		Short:             "Show the local cluster (components, memory, fleet), or one JobSet's slices x workers",
 		Example: `  multislice status                     the local cluster
   multislice status multislice-job      slices x workers, conditions, recent events
   multislice status multislice-job -w   follow it
   multislice status multislice-job -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.CheckFormat(o.Output); err != nil {
+			if err := o.Output.Check(); err != nil {
 				return err
 			}
+			o.Namespace = f.Namespace(o.Namespace)
 			if len(args) == 1 {
-				o.JobSet, o.Namespace = args[0], f.Namespace(o.Namespace)
+				o.JobSet = args[0]
 			} else if o.Watch {
 				return fmt.Errorf("--watch follows one JobSet: name it (multislice status JOBSET -w)")
 			}
@@ -61,6 +65,7 @@ func NewCmdStatus(f *cli.Factory, runF func(context.Context, *Options) error) *c
 		},
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the JobSet (default: the context's)")
+	jobsetlist.AllNamespacesFlag(cmd, &o.AllNamespaces)
 	cli.OutputFlag(cmd, &o.Output)
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "redraw every two seconds")
 	return cmd
@@ -70,7 +75,7 @@ func statusRun(ctx context.Context, o *Options) error {
 	if o.JobSet != "" {
 		return jobSetRun(ctx, o)
 	}
-	return clusterRun(ctx, o.F, o.Output)
+	return clusterRun(ctx, o)
 }
 
 // fleetTimeout bounds the fleet's part of `status`, so that it answers
@@ -85,6 +90,8 @@ type Cluster struct {
 	// RealHosts and Machine are the fleet's real hosts; empty without.
 	RealHosts []RealHost                  `json:"realHosts,omitempty"`
 	Machine   *localcluster.RealHostsInfo `json:"realHostsMachine,omitempty"`
+	// JobSets are those of the namespace, or of all with -A.
+	JobSets []jobsetlist.Item `json:"jobSets"`
 }
 
 // RealHost is one real host: its node, its two processes, its pods.
@@ -96,9 +103,10 @@ type RealHost struct {
 	Pods       int    `json:"pods"`
 }
 
-// clusterRun prints components, then node pools and multislice groups (format:
-// table or wide, or the whole as one json or yaml document).
-func clusterRun(ctx context.Context, f *cli.Factory, format string) error {
+// clusterRun prints components, then node pools, multislice groups, real
+// hosts and JobSets (-o table or wide), or the whole as one document.
+func clusterRun(ctx context.Context, o *Options) error {
+	f, out := o.F, o.Output
 	home, err := localcluster.At(f.Home())
 	if err != nil {
 		return err
@@ -116,7 +124,7 @@ func clusterRun(ctx context.Context, f *cli.Factory, format string) error {
 			down = append(down, c.Name)
 		}
 	}
-	structured := format == "json" || format == "yaml"
+	structured := out.Format != "" && out.Format != "table" && out.Format != "wide"
 	if !structured {
 		printComponents(f, comps, down)
 	}
@@ -151,11 +159,13 @@ func clusterRun(ctx context.Context, f *cli.Factory, format string) error {
 			return err
 		}
 	}
+	jobSets, listErr := listJobSets(ctx, o)
 	if structured {
-		return cli.PrintObject(f.Out, format, Cluster{Components: comps, Pools: printable, Groups: localfleet.Groups(groups), RealHosts: real, Machine: machine})
+		return cli.PrintObject(f.Out, out, Cluster{Components: comps, Pools: printable, Groups: localfleet.Groups(groups), RealHosts: real, Machine: machine,
+			JobSets: jobSets})
 	}
 	fmt.Fprintln(f.Out)
-	if err := localfleet.PrintPools(f, printable, format); err != nil {
+	if err := localfleet.PrintPools(f, printable, out); err != nil {
 		return err
 	}
 	fmt.Fprintln(f.Out)
@@ -164,7 +174,28 @@ func clusterRun(ctx context.Context, f *cli.Factory, format string) error {
 		fmt.Fprintln(f.Out)
 		printRealHosts(f, real, machine)
 	}
+	fmt.Fprintln(f.Out)
+	switch {
+	case listErr != nil:
+		fmt.Fprintf(f.Out, "JobSets: %v\n", listErr)
+	case len(jobSets) == 0 && o.AllNamespaces:
+		fmt.Fprintln(f.Out, "no JobSets")
+	case len(jobSets) == 0:
+		fmt.Fprintf(f.Out, "no JobSets in namespace %s (-A: every namespace)\n", o.Namespace)
+	default:
+		return jobsetlist.Print(f, out, jobSets, o.AllNamespaces)
+	}
 	return nil
+}
+
+// listJobSets are the local cluster's JobSets of the namespace (-n, the
+// context's), or of every namespace with -A.
+func listJobSets(ctx context.Context, o *Options) ([]jobsetlist.Item, error) {
+	c, err := o.F.Objects()
+	if err != nil {
+		return nil, err
+	}
+	return jobsetlist.List(ctx, c, o.Namespace, o.AllNamespaces)
 }
 
 // realHosts joins the real hosts' nodes, processes and pods.

@@ -87,7 +87,7 @@ func createPathwaysRun(ctx context.Context, o *PathwaysOptions) error {
 		return err
 	}
 	if o.DryRun {
-		return cli.PrintObject(o.F.Out, o.Output, js)
+		return cli.PrintObject(o.F.Out, cli.Output{Format: o.Output}, js)
 	}
 	c, err := o.F.Objects()
 	if err != nil {

@@ -8,15 +8,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/jobsetlist"
 	"github.com/multislice/multislice/internal/workload"
 )
 
@@ -103,7 +102,7 @@ func createRun(ctx context.Context, o *CreateOptions) error {
 		return err
 	}
 	if o.DryRun {
-		return cli.PrintObject(o.F.Out, o.Output, js)
+		return cli.PrintObject(o.F.Out, cli.Output{Format: o.Output}, js)
 	}
 	c, err := o.F.Objects()
 	if err != nil {
@@ -133,26 +132,12 @@ func parseEnv(flags []string) (map[string]string, error) {
 	return env, nil
 }
 
-// listed is one workload as `workload list` prints it.
-type listed struct {
-	Name       string      `json:"name"`
-	Namespace  string      `json:"namespace"`
-	Slices     int32       `json:"slices"`
-	State      string      `json:"state"`
-	Restarts   int32       `json:"restarts"`
-	Queue      string      `json:"queue,omitempty"`
-	Created    metav1.Time `json:"created"`
-	Conditions string      `json:"-"`
-}
-
-// ResourceName is the workload's JobSet as `kubectl get -o name` names it.
-func (l listed) ResourceName() string { return "jobset.jobset.x-k8s.io/" + l.Name }
-
 // ListOptions is `workload list`'s command line.
 type ListOptions struct {
-	F         *cli.Factory
-	Namespace string
-	Output    string
+	F             *cli.Factory
+	Namespace     string
+	AllNamespaces bool
+	Output        cli.Output
 }
 
 // NewCmdList is `workload list`; runF (nil: listRun) gets the options.
@@ -171,6 +156,7 @@ func NewCmdList(f *cli.Factory, runF func(context.Context, *ListOptions) error) 
 		},
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace (default: the context's)")
+	jobsetlist.AllNamespacesFlag(cmd, &o.AllNamespaces)
 	cli.OutputFlag(cmd, &o.Output)
 	return cmd
 }
@@ -180,42 +166,11 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	var list api.JobSetList
-	if err := c.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
+	items, err := jobsetlist.List(ctx, c, o.Namespace, o.AllNamespaces)
+	if err != nil {
 		return err
 	}
-	items := make([]listed, 0, len(list.Items))
-	for i := range list.Items {
-		items = append(items, listedOf(&list.Items[i]))
-	}
-	return cli.Print(o.F.Out, o.Output, items, func(wide bool) string {
-		if wide {
-			return "NAME\tSLICES\tSTATE\tRESTARTS\tAGE\tQUEUE\tCONDITIONS"
-		}
-		return "NAME\tSLICES\tSTATE\tRESTARTS\tAGE"
-	}, func(l listed, wide bool) string {
-		row := fmt.Sprintf("%s\t%d\t%s\t%d\t%s", l.Name, l.Slices, l.State, l.Restarts, duration.HumanDuration(time.Since(l.Created.Time)))
-		if wide {
-			row += fmt.Sprintf("\t%s\t%s", cli.OrDash(l.Queue), cli.OrDash(l.Conditions))
-		}
-		return row
-	})
-}
-
-func listedOf(js *api.JobSet) listed {
-	l := listed{Name: js.Name, Namespace: js.Namespace, State: workload.State(js), Restarts: js.Status.Restarts,
-		Queue: js.Labels[workload.QueueLabel], Created: js.CreationTimestamp}
-	for _, rj := range js.Spec.ReplicatedJobs {
-		l.Slices += rj.Replicas
-	}
-	var conds []string
-	for _, c := range js.Status.Conditions {
-		if c.Status == metav1.ConditionTrue {
-			conds = append(conds, c.Type)
-		}
-	}
-	l.Conditions = strings.Join(conds, ",")
-	return l
+	return jobsetlist.Print(o.F, o.Output, items, o.AllNamespaces)
 }
 
 // DeleteOptions is `workload delete`'s command line.
@@ -232,9 +187,10 @@ func NewCmdDelete(f *cli.Factory, runF func(context.Context, *DeleteOptions) err
 		runF = deleteRun
 	}
 	cmd := &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a workload, its Jobs and pods",
-		Args:  cobra.ExactArgs(1),
+		Use:               "delete NAME",
+		ValidArgsFunction: jobsetlist.CompleteNames(f),
+		Short:             "Delete a workload, its Jobs and pods",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.Namespace = args[0], f.Namespace(o.Namespace)
 			return runF(cmd.Context(), o)

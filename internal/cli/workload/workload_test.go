@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -36,7 +37,7 @@ current-context: x
 	}
 	var out bytes.Buffer
 	fc := fake.NewClientBuilder().WithScheme(objcache.Scheme()).WithObjects(objs...).Build()
-	return &cli.Factory{Out: &out, Err: &out, HomeDir: t.TempDir(), Kubeconfig: kubeconfig, ObjectClient: fc}, &out
+	return &cli.Factory{Out: &out, Err: &out, HomeDir: t.TempDir(), ClientFlags: clientFlags(kubeconfig), ObjectClient: fc}, &out
 }
 
 func TestNewCmdCreateFillsOptions(t *testing.T) {
@@ -97,13 +98,19 @@ func TestListRun(t *testing.T) {
 	restarted.Status.Conditions = []metav1.Condition{{Type: string(api.JobSetStartupPolicyCompleted), Status: metav1.ConditionTrue}}
 	objs := []client.Object{testobj.NewJobSet("team-a", "a").ReplicatedJob("slice", 2, 2).Obj(), restarted,
 		testobj.NewJobSet("other", "c").ReplicatedJob("slice", 1, 1).Obj()}
-	for _, tc := range []struct{ output, want string }{
-		{"table", "NAME\tSLICES"},
-		{"name", "jobset.jobset.x-k8s.io/a\njobset.jobset.x-k8s.io/b\n"},
-		{"jsonpath={range .items[*]}{.name}:{.restarts} {end}", "a:0 b:3 "},
+	for _, tc := range []struct {
+		output, want   string
+		all, noHeaders bool
+	}{
+		{output: "table", want: "NAME\tSLICES"},
+		{output: "name", want: "jobset.jobset.x-k8s.io/a\njobset.jobset.x-k8s.io/b\n"},
+		{output: "jsonpath={range .items[*]}{.name}:{.restarts} {end}", want: "a:0 b:3 "},
+		{output: "go-template={{range .items}}{{.namespace}}/{{.name}} {{end}}", all: true, want: "other/c team-a/a team-a/b "},
+		{output: "custom-columns=NAME:.name", noHeaders: true, want: "a\nb\n"},
 	} {
 		f, out := factory(t, objs...)
-		if err := listRun(context.Background(), &ListOptions{F: f, Namespace: "team-a", Output: tc.output}); err != nil {
+		o := &ListOptions{F: f, Namespace: "team-a", AllNamespaces: tc.all, Output: cli.Output{Format: tc.output, NoHeaders: tc.noHeaders}}
+		if err := listRun(context.Background(), o); err != nil {
 			t.Fatalf("-o %s: %v", tc.output, err)
 		}
 		if tc.output == "table" {
@@ -116,6 +123,15 @@ func TestListRun(t *testing.T) {
 		if out.String() != tc.want {
 			t.Errorf("-o %s: %q, want %q", tc.output, out, tc.want)
 		}
+	}
+	// -A with --no-headers: kubectl's NAMESPACE column first, every namespace, no header.
+	f, out := factory(t, objs...)
+	if err := listRun(context.Background(), &ListOptions{F: f, AllNamespaces: true, Output: cli.Output{Format: "table", NoHeaders: true}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "other ") || !strings.HasPrefix(lines[1], "team-a ") || strings.Contains(out.String(), "NAME") {
+		t.Errorf("-A --no-headers:\n%s", out)
 	}
 }
 
@@ -167,5 +183,32 @@ func TestCreatePathways(t *testing.T) {
 	o.F = f
 	if err := createPathwaysRun(context.Background(), o); err != nil || !strings.Contains(out.String(), "workload pw created") {
 		t.Fatalf("with cpu-np: %v, %q", err, out.String())
+	}
+}
+
+// clientFlags name kubeconfig, as --kubeconfig does.
+func clientFlags(kubeconfig string) *genericclioptions.ConfigFlags {
+	c := cli.NewClientFlags()
+	*c.KubeConfig = kubeconfig
+	return c
+}
+
+// TestCompleteNames: a JobSet name argument completes from the namespace,
+// as kubectl's resource names do.
+func TestCompleteNames(t *testing.T) {
+	f, _ := factory(t, testobj.NewJobSet("team-a", "train").ReplicatedJob("slice", 1, 1).Obj(),
+		testobj.NewJobSet("team-a", "tune").ReplicatedJob("slice", 1, 1).Obj(), testobj.NewJobSet("team-a", "eval").ReplicatedJob("slice", 1, 1).Obj(),
+		testobj.NewJobSet("other", "trial").ReplicatedJob("slice", 1, 1).Obj())
+	cmd := NewCmdDelete(f, nil)
+	if err := cmd.Flags().Set("namespace", "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	cmd.SetContext(context.Background())
+	got, _ := cmd.ValidArgsFunction(cmd, nil, "t")
+	if strings.Join(got, ",") != "train,tune" {
+		t.Errorf("completing %q: %v, want train,tune", "t", got)
+	}
+	if got, _ := cmd.ValidArgsFunction(cmd, []string{"train"}, ""); got != nil {
+		t.Errorf("a second argument completes to %v", got)
 	}
 }
