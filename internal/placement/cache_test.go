@@ -28,19 +28,16 @@ func cacheNode(name, poolName string, ready bool) *corev1.Node {
 }
 
 func pinned(ns, jobSet, uid, job, domain string) *batchv1.Job {
-	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job,
-		Labels: map[string]string{api.JobSetNameKey: jobSet, api.JobSetUIDKey: uid}, Annotations: map[string]string{api.ExclusiveKey: pool}},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{pool: domain}}}}}
+	return testobj.NewJob(ns, job).Label(api.JobSetNameKey, jobSet).Label(api.JobSetUIDKey, uid).
+		Edit(func(j *batchv1.Job) { j.Annotations[api.ExclusiveKey] = pool }).PinnedTo(pool, domain).Obj()
 }
 
 func tpuPod(ns, name, node, jobSet string) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}},
-		Spec: testobj.TPUPod("busybox", "", "", "4")}
-	p.Spec.NodeName = node
+	b := testobj.NewPod(ns, name).Edit(func(p *corev1.Pod) { p.Spec = testobj.TPUPod("busybox", "", "", "4") }).On(node, corev1.PodPending)
 	if jobSet != "" {
-		p.Labels[api.JobSetNameKey] = jobSet
+		b.Label(api.JobSetNameKey, jobSet)
 	}
-	return p
+	return b.Obj()
 }
 
 // fleetCache has pools np-0..np-(n-1) of two hosts each.

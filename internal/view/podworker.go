@@ -9,6 +9,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
+
 // PodWorker says which slice, worker and attempt a JobSet pod is (the
 // prefix of its log lines).
 type PodWorker struct {

@@ -39,8 +39,7 @@ func TestFleet(t *testing.T) {
 		node("e-0", "np-e", true), // one of two hosts missing
 		node("cpu-0", "default-pool", true, cpu),
 	}
-	jobs := []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "js-slice-0",
-		Labels: map[string]string{"jobset.sigs.k8s.io/jobset-name": "js"}, Annotations: map[string]string{"multislice.dev/assigned-domain": "np-a"}}}}
+	jobs := []batchv1.Job{*testobj.NewJob("ns", "js-slice-0").OfJobSet("js", "slice", 0).PinnedTo(gke.NodePoolLabel, "np-a").Obj()}
 	groups := Fleet("", nodes, jobs, nil)
 	if len(groups) != 2 || groups[0].Name != "g1" || groups[1].Name != "" {
 		t.Fatalf("groups = %+v, want g1 then the ungrouped rest", groups)
@@ -96,19 +95,14 @@ func TestSummarize(t *testing.T) {
 	js := testobj.NewJobSet("ns", "js").ReplicatedJob("slice", 2, 2).FailurePolicy(4).Obj()
 	js.Status.Restarts = 1
 	job := func(name string, index, attempt int, domain string, deleting bool) batchv1.Job {
-		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			api.ReplicatedJobNameKey: "slice", api.JobIndexKey: fmt.Sprint(index), api.RestartsKey: fmt.Sprint(attempt)},
-			Annotations: map[string]string{api.AssignedDomainAnnotation: domain}}}
+		b := testobj.NewJob("", name).OfJobSet("js", "slice", index).Attempt(attempt).PinnedTo(gke.NodePoolLabel, domain)
 		if deleting {
-			j.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			b.Deleting(time.Now())
 		}
-		return j
+		return *b.Obj()
 	}
 	pod := func(job string, index, attempt int, node string, phase corev1.PodPhase) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-x", job, index),
-			Labels:      map[string]string{"job-name": job, api.RestartsKey: fmt.Sprint(attempt)},
-			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(index)}},
-			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+		return *testobj.NewPod("", fmt.Sprintf("%s-%d-x", job, index)).OfJob(job, index).Attempt(attempt).On(node, phase).Obj()
 	}
 	var events []corev1.Event
 	for s := range 10 {
@@ -150,8 +144,7 @@ func TestSummarize(t *testing.T) {
 func TestSummarizeSliceIdentity(t *testing.T) {
 	js := testobj.NewJobSet("ns", "js").ReplicatedJob("driver", 1, 1).ReplicatedJob("workers", 2, 1).Obj()
 	job := func(rjob string, index, global int) batchv1.Job {
-		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("js-%s-%d", rjob, index), Labels: map[string]string{
-			api.ReplicatedJobNameKey: rjob, api.JobIndexKey: fmt.Sprint(index), api.JobGlobalIndexKey: fmt.Sprint(global)}}}
+		return *testobj.NewJob("", fmt.Sprintf("js-%s-%d", rjob, index)).OfJobSet("js", rjob, index).GlobalIndex(global).Obj()
 	}
 	v := Summarize(js, []batchv1.Job{job("workers", 1, 2), job("workers", 0, 1), job("driver", 0, 0)}, nil, nil)
 	var got []string
@@ -167,8 +160,7 @@ func TestSummarizeSliceIdentity(t *testing.T) {
 // no TPU (Pathways' head) is shown apart from the slices.
 func TestPathwaysHeadIsNotASlice(t *testing.T) {
 	job := func(name, rjob, global string, tpu bool) batchv1.Job {
-		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			api.ReplicatedJobNameKey: rjob, api.JobGlobalIndexKey: global, api.JobIndexKey: "0"}}}
+		j := *testobj.NewJob("", name).OfJobSet("pw", rjob, 0).Label(api.JobGlobalIndexKey, global).Obj()
 		j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c"}}
 		if tpu {
 			j.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}

@@ -3,11 +3,11 @@ package status
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +15,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/testobj"
 )
@@ -26,15 +27,12 @@ func cluster(t *testing.T) (*cli.Factory, *bytes.Buffer) {
 	js := testobj.NewJobSet("team-a", "train").ReplicatedJob("slice", 2, 2).Obj()
 	objs := []client.Object{js}
 	for s := range 2 {
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-slice-" + string(rune('0'+s)),
-			Labels:      map[string]string{api.JobSetNameKey: "train", api.ReplicatedJobNameKey: "slice", api.JobIndexKey: string(rune('0' + s)), api.RestartsKey: "0"},
-			Annotations: map[string]string{api.AssignedDomainAnnotation: "np-" + string(rune('0'+s))}}}
+		job := testobj.NewJob("team-a", fmt.Sprintf("train-slice-%d", s)).OfJobSet("train", "slice", s).Attempt(0).
+			PinnedTo(gke.NodePoolLabel, fmt.Sprintf("np-%d", s)).Obj()
 		objs = append(objs, job)
 		for w := range 2 {
-			objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: job.Name + "-" + string(rune('0'+w)) + "-x",
-				Labels:      map[string]string{api.JobSetNameKey: "train", api.LegacyJobNameLabel: job.Name, api.RestartsKey: "0"},
-				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: string(rune('0' + w))}},
-				Spec: corev1.PodSpec{NodeName: "host"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+			objs = append(objs, testobj.NewPod("team-a", fmt.Sprintf("%s-%d-x", job.Name, w)).OfJob(job.Name, w).
+				Label(api.JobSetNameKey, "train").Attempt(0).On("host", corev1.PodRunning).Obj())
 		}
 	}
 	objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "e1"},

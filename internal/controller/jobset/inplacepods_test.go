@@ -13,12 +13,13 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 func inPlacePod(name string, edits ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-		Labels: map[string]string{api.JobSetNameKey: "js", api.RestartsKey: "0"}, Annotations: map[string]string{}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "main"}}}}
+	p := testobj.NewPod("ns", name).Label(api.JobSetNameKey, "js").Attempt(0).Edit(func(p *corev1.Pod) {
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "main"}}}
+	}).Obj()
 	for _, e := range edits {
 		e(p)
 	}

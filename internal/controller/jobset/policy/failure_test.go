@@ -5,18 +5,15 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 // failedJob is a Job of replicated job rjob that failed ago before now with
 // reason and message.
 func failedJob(name, rjob, reason, message string, ago time.Duration) *batchv1.Job {
-	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{api.ReplicatedJobNameKey: rjob}},
-		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
-			Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(now.Add(-ago))}}}}
+	return testobj.NewJob("", name).Label(api.ReplicatedJobNameKey, rjob).Failed(reason, message, now.Add(-ago)).Obj()
 }
 
 func TestMatchRule(t *testing.T) {
@@ -24,7 +21,7 @@ func TestMatchRule(t *testing.T) {
 	earlier := failedJob("js-w-1", "w", "BackoffLimitExceeded", "Job has reached the specified backoff limit", 5*time.Second)
 	podFailure := failedJob("js-driver-0", "driver", "PodFailurePolicy", "Container main for pod x failed with exit code 42 matching FailJob rule at index 0", 2*time.Second)
 	deadline := failedJob("js-w-2", "w", "DeadlineExceeded", "Job was active longer than specified deadline", 3*time.Second)
-	unlabelled := failedJob("other", "", "BackoffLimitExceeded", "", 0)
+	unlabelled := testobj.NewJob("", "other").Failed("BackoffLimitExceeded", "", now).Obj()
 
 	rule := func(name string, edit func(*api.FailurePolicyRule)) api.FailurePolicyRule {
 		r := api.FailurePolicyRule{Name: name, Action: api.RestartJobSet}
@@ -67,7 +64,7 @@ func TestMatchRule(t *testing.T) {
 		{"target not among the failed", []api.FailurePolicyRule{rule("ps", targets("ps"))}, []*batchv1.Job{backoff, podFailure}, "", ""},
 		{"a Job without its replicated job label matches no rule", []api.FailurePolicyRule{rule("any", nil)}, []*batchv1.Job{unlabelled}, "", ""},
 		{"a Job not failed matches no rule", []api.FailurePolicyRule{rule("any", nil)},
-			[]*batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Name: "running", Labels: map[string]string{api.ReplicatedJobNameKey: "w"}}}}, "", ""},
+			[]*batchv1.Job{testobj.NewJob("", "running").Label(api.ReplicatedJobNameKey, "w").Obj()}, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, first := matchRule(c.rules, c.failed)
