@@ -1,6 +1,7 @@
-// Package testobj builds the API objects tests need (JobSets, Nodes) in one
-// call each, edited by options; unit, integration and end-to-end tests and
-// benches share it, so an object's shape is written once.
+// Package testobj builds the API objects tests need (JobSets, child Jobs,
+// pods, Nodes) in one call each, edited by options; unit, integration and
+// end-to-end tests and benches share it, so an object's shape is written
+// once.
 package testobj
 
 import (

@@ -1,5 +1,6 @@
 // Package status implements `multislice status`: the local cluster's
-// components and its simulated fleet at a glance.
+// components, its simulated fleet and its JobSets at a glance, or one
+// JobSet's slices x workers.
 package status
 
 import (

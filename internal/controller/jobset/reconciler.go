@@ -260,25 +260,7 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 		errs = append(errs, createErr)
 	}
 	r.noteCreation(js, len(p.Create), createErr)
-	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Scale, func(j *batchv1.Job) error {
-		patch := fmt.Sprintf(`{"spec":{"parallelism":%d,"completions":%d}}`, *j.Spec.Parallelism, *j.Spec.Completions)
-		return r.Client.Patch(ctx, j, client.RawPatch(types.MergePatchType, []byte(patch)))
-	}))
-	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Suspend, func(j *batchv1.Job) error {
-		j = j.DeepCopy()
-		j.Spec.Suspend = ptr.To(true)
-		return r.Client.Update(ctx, j)
-	}))
-	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Resume, func(j *batchv1.Job) error {
-		if j.Status.StartTime != nil {
-			// A resumed Job must start its clock afresh (the API requires it).
-			j.Status.StartTime = nil
-			if err := r.Client.Status().Update(ctx, j); err != nil {
-				return err
-			}
-		}
-		return r.Client.Update(ctx, j)
-	}))
+	errs = append(errs, r.updateJobs(ctx, p))
 	if p.StatusChanged {
 		before := js.Status.DeepCopy()
 		js.Status = p.Status
@@ -296,6 +278,30 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 		errs = append(errs, client.IgnoreNotFound(err))
 	}
 	return errors.Join(errs...)
+}
+
+// updateJobs rescales, suspends and resumes the plan's existing Jobs.
+func (r *Reconciler) updateJobs(ctx context.Context, p *policy.Plan) error {
+	scale := parallel(ctx, r.Parallelism, "job", p.Scale, func(j *batchv1.Job) error {
+		patch := fmt.Sprintf(`{"spec":{"parallelism":%d,"completions":%d}}`, *j.Spec.Parallelism, *j.Spec.Completions)
+		return r.Client.Patch(ctx, j, client.RawPatch(types.MergePatchType, []byte(patch)))
+	})
+	suspend := parallel(ctx, r.Parallelism, "job", p.Suspend, func(j *batchv1.Job) error {
+		j = j.DeepCopy()
+		j.Spec.Suspend = ptr.To(true)
+		return r.Client.Update(ctx, j)
+	})
+	resume := parallel(ctx, r.Parallelism, "job", p.Resume, func(j *batchv1.Job) error {
+		if j.Status.StartTime != nil {
+			// A resumed Job must start its clock afresh (the API requires it).
+			j.Status.StartTime = nil
+			if err := r.Client.Status().Update(ctx, j); err != nil {
+				return err
+			}
+		}
+		return r.Client.Update(ctx, j)
+	})
+	return errors.Join(scale, suspend, resume)
 }
 
 // parallel runs f on every object, n at a time; each error names the
