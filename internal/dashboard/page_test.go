@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/testobj"
 )
 
 func TestBuildAndRender(t *testing.T) {
@@ -24,13 +25,15 @@ func TestBuildAndRender(t *testing.T) {
 	}
 	labels := map[string]string{api.JobSetNameKey: "train", "job-name": "train-slice-0", api.JobIndexKey: "0"}
 	pod := func(name, idx string, phase corev1.PodPhase) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels,
-			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: idx}},
-			Spec: corev1.PodSpec{NodeName: "n-" + idx}, Status: corev1.PodStatus{Phase: phase}}
+		b := testobj.NewPod("ns", name).Annotation(batchv1.JobCompletionIndexAnnotation, idx).On("n-"+idx, phase)
+		for k, v := range labels {
+			b.Label(k, v)
+		}
+		return *b.Obj()
 	}
 	page := Build(Snapshot{
 		JobSets: []api.JobSet{waiting("late", 20), running, waiting("early", 10)},
-		Jobs:    []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-slice-0", Labels: labels}}},
+		Jobs:    []batchv1.Job{*testobj.NewJob("ns", "train-slice-0").OfJobSet("train", "slice", 0).Label("job-name", "train-slice-0").Obj()},
 		Pods:    []corev1.Pod{pod("p0", "0", corev1.PodRunning), pod("p1", "1", corev1.PodPending)},
 		Events: []corev1.Event{{InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: "train"}, Type: "Warning",
 			Reason: "SliceUnhealthy", Message: "host lost", EventTime: metav1.NewMicroTime(now)}},
@@ -77,8 +80,7 @@ func TestBuildAndRender(t *testing.T) {
 func TestPathwaysHeadApart(t *testing.T) {
 	js := api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pw"}}
 	job := func(name, rjob, global string, tpu bool) batchv1.Job {
-		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{api.JobSetNameKey: "pw",
-			api.ReplicatedJobNameKey: rjob, api.JobGlobalIndexKey: global, api.JobIndexKey: "0"}}}
+		j := *testobj.NewJob("ns", name).OfJobSet("pw", rjob, 0).Label(api.JobGlobalIndexKey, global).Obj()
 		j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c"}}
 		if tpu {
 			j.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}
@@ -86,8 +88,7 @@ func TestPathwaysHeadApart(t *testing.T) {
 		return j
 	}
 	pod := func(name, jobName string) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{api.JobSetNameKey: "pw", "job-name": jobName},
-			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		return *testobj.NewPod("ns", name).OfJob(jobName, 0).Label(api.JobSetNameKey, "pw").On("", corev1.PodRunning).Obj()
 	}
 	page := Build(Snapshot{JobSets: []api.JobSet{js},
 		Jobs: []batchv1.Job{job("pw-pathways-head-0", "pathways-head", "0", false), job("pw-worker-0", "worker", "1", true)},

@@ -11,7 +11,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -45,9 +44,8 @@ func TestValidate(t *testing.T) {
 
 func TestSelects(t *testing.T) {
 	pod := func(slice, worker, attempt string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Labels:      map[string]string{"jobset.sigs.k8s.io/job-global-index": slice, "jobset.sigs.k8s.io/restart-attempt": attempt},
-			Annotations: map[string]string{"batch.kubernetes.io/job-completion-index": worker}}}
+		return testobj.NewPod("", "p").Label(api.JobGlobalIndexKey, slice).Label(api.RestartsKey, attempt).
+			Annotation(batchv1.JobCompletionIndexAnnotation, worker).Obj()
 	}
 	for _, tc := range []struct {
 		o          Options
@@ -89,14 +87,13 @@ func factory(t *testing.T, js *api.JobSet, pods ...runtime.Object) (*cli.Factory
 
 // workerPod is pod of slice and worker at attempt, Running.
 func workerPod(slice, worker, attempt int) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("train-slice-%d-%d-%d", slice, worker, attempt),
-			Labels:      map[string]string{api.JobSetNameKey: "train", api.JobGlobalIndexKey: strconv.Itoa(slice), api.RestartsKey: strconv.Itoa(attempt)},
-			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: strconv.Itoa(worker)}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
-			{Name: "main", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
-	}
+	return testobj.NewPod("default", fmt.Sprintf("train-slice-%d-%d-%d", slice, worker, attempt)).
+		Label(api.JobSetNameKey, "train").Label(api.JobGlobalIndexKey, strconv.Itoa(slice)).Attempt(attempt).
+		Annotation(batchv1.JobCompletionIndexAnnotation, strconv.Itoa(worker)).Containers("main").
+		Edit(func(p *corev1.Pod) {
+			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "main", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+		}).Obj()
 }
 
 func run(t *testing.T, f *cli.Factory, args ...string) error {
