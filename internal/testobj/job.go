@@ -49,6 +49,30 @@ func (b *JobBuilder) Parallelism(n int32) *JobBuilder {
 	return b
 }
 
+// Indexed makes the Job an Indexed Job of n pods, as a TPU slice's is.
+func (b *JobBuilder) Indexed(n int32) *JobBuilder {
+	b.j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	return b.Parallelism(n)
+}
+
+// BackoffLimit sets how many pod failures the Job tolerates.
+func (b *JobBuilder) BackoffLimit(n int32) *JobBuilder { b.j.Spec.BackoffLimit = ptr.To(n); return b }
+
+// PodSpec sets the pods' spec.
+func (b *JobBuilder) PodSpec(spec corev1.PodSpec) *JobBuilder {
+	b.j.Spec.Template.Spec = spec
+	return b
+}
+
+// PodAnnotation sets one annotation of the pods.
+func (b *JobBuilder) PodAnnotation(k, v string) *JobBuilder {
+	if b.j.Spec.Template.Annotations == nil {
+		b.j.Spec.Template.Annotations = map[string]string{}
+	}
+	b.j.Spec.Template.Annotations[k] = v
+	return b
+}
+
 // Condition adds a True condition of typ at.
 func (b *JobBuilder) Condition(typ batchv1.JobConditionType, reason, message string, at time.Time) *JobBuilder {
 	b.j.Status.Conditions = append(b.j.Status.Conditions, batchv1.JobCondition{Type: typ, Status: corev1.ConditionTrue,
@@ -90,8 +114,10 @@ func (b *PodBuilder) OfJob(job string, index int) *PodBuilder {
 	return b
 }
 
-// Label sets one label, Annotation one annotation.
-func (b *PodBuilder) Label(k, v string) *PodBuilder      { b.p.Labels[k] = v; return b }
+// Label sets one label of the pod.
+func (b *PodBuilder) Label(k, v string) *PodBuilder { b.p.Labels[k] = v; return b }
+
+// Annotation sets one annotation of the pod.
 func (b *PodBuilder) Annotation(k, v string) *PodBuilder { b.p.Annotations[k] = v; return b }
 
 // Attempt labels the JobSet restart attempt the pod belongs to.

@@ -213,19 +213,9 @@ func checkNodePools(t *testing.T, ctx context.Context, c *framework.Cluster) {
 
 // runIndexedJob runs a 2-worker TPU Indexed Job whose pods exit with code.
 func runIndexedJob(t *testing.T, ctx context.Context, c *framework.Cluster, name, code string, want batchv1.JobConditionType) {
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: batchv1.JobSpec{
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Parallelism:    ptr.To(int32(2)), Completions: ptr.To(int32(2)), BackoffLimit: ptr.To(int32(0)),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-					"multislice.dev/simulate-run": "2s", "multislice.dev/simulate-exit-code": code,
-				}},
-				Spec: testobj.TPUPod("python:3.12", "tpu-v4-podslice", "2x2x2", "4"),
-			},
-		},
-	}
+	job := testobj.NewJob("default", name).Indexed(2).BackoffLimit(0).
+		PodSpec(testobj.TPUPod("python:3.12", "tpu-v4-podslice", "2x2x2", "4")).
+		PodAnnotation("multislice.dev/simulate-run", "2s").PodAnnotation("multislice.dev/simulate-exit-code", code).Obj()
 	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

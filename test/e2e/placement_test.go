@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,13 +217,8 @@ func TestPlacementSeesOtherWorkloads(t *testing.T) {
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	for _, pool := range []string{"multislice-group-1-np-0", "multislice-group-1-np-1"} {
-		job := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Name: "other-" + pool[len(pool)-4:], Namespace: "default"},
-			Spec: batchv1.JobSpec{
-				CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2)),
-				Template: corev1.PodTemplateSpec{Spec: testobj.TPUPod("python:3.12", "tpu-v4-podslice", "2x2x2", "4")},
-			},
-		}
+		job := testobj.NewJob("default", "other-"+pool[len(pool)-4:]).Indexed(2).
+			PodSpec(testobj.TPUPod("python:3.12", "tpu-v4-podslice", "2x2x2", "4")).Obj()
 		job.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = pool
 		if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

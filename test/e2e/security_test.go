@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -67,9 +67,8 @@ func TestLockedDown(t *testing.T) {
 			t.Errorf("%s creates a ClusterRole: %v, want forbidden", identity, err)
 		}
 	}
-	if _, err := as("manager").BatchV1().Jobs("default").Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}, dryRun); err != nil {
+	if _, err := as("manager").BatchV1().Jobs("default").Create(ctx, testobj.NewJob("", "probe").PodSpec(corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}).Obj(), dryRun); err != nil {
 		t.Errorf("the manager may not create a Job: %v", err)
 	}
 }

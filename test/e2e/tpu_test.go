@@ -16,7 +16,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/testobj"
@@ -111,17 +110,10 @@ func TestTPUEnvironment(t *testing.T) {
 var anyName = regexp.MustCompile(`^multislice-job-slice-[0-3]-[01]-[a-z0-9]{5}$`)
 
 func tpuIndexedJob(name string, tpu bool) *batchv1.Job {
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: batchv1.JobSpec{
-			CompletionMode: ptr.To(batchv1.IndexedCompletion), Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2)),
-			BackoffLimit: ptr.To(int32(0)),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever, Subdomain: "workers",
-				Containers: []corev1.Container{{Name: "main", Image: "busybox"}},
-			}},
-		},
-	}
+	j := testobj.NewJob("", name).Indexed(2).BackoffLimit(0).PodSpec(corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever, Subdomain: "workers",
+		Containers: []corev1.Container{{Name: "main", Image: "busybox"}},
+	}).Obj()
 	testobj.TPU(&j.Spec.Template.Spec, "tpu-v4-podslice", "2x2x2", "4")
 	if !tpu {
 		j.Spec.Template.Spec.Containers[0].Resources.Limits = nil

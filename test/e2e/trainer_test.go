@@ -18,6 +18,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -296,11 +297,10 @@ func deleteTrainer(t *testing.T, c *framework.Cluster, root, file string) {
 // (no TPU environment) exits 2 and names the missing variable.
 func checkTrainerRefusesNoEnvironment(t *testing.T, c *framework.Cluster) {
 	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "lonely-trainer", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: "gke-system-0", RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "trainer", Image: "ghcr.io/multislice/trainer:dev", Args: []string{"--checkpoint-dir=/tmp"}}}},
-	}
+	pod := testobj.NewPod("default", "lonely-trainer").Edit(func(p *corev1.Pod) {
+		p.Spec = corev1.PodSpec{NodeName: "gke-system-0", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "trainer", Image: "ghcr.io/multislice/trainer:dev", Args: []string{"--checkpoint-dir=/tmp"}}}}
+	}).Obj()
 	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,10 +132,10 @@ func TestInPlaceRestart(t *testing.T) {
 
 func runningPod(t *testing.T, c client.Client, ns, jobset, name string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{api.JobSetNameKey: jobset, api.RestartsKey: "0"}},
-		Spec:       corev1.PodSpec{NodeName: "node-" + name, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
-	}
+	p := testobj.NewPod(ns, name).Label(api.JobSetNameKey, jobset).Attempt(0).
+		Edit(func(p *corev1.Pod) {
+			p.Spec = corev1.PodSpec{NodeName: "node-" + name, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}
+		}).Obj()
 	if err := c.Create(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}

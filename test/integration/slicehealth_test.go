@@ -10,12 +10,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/manager"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -43,13 +43,9 @@ func TestSliceHealth(t *testing.T) {
 		return n
 	}
 	job := func(name, pool string, pods int32) *batchv1.Job {
-		j := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-				Labels:      map[string]string{api.JobSetNameKey: "js"},
-				Annotations: map[string]string{api.ExclusiveKey: "pool", api.AssignedDomainAnnotation: pool}},
-			Spec: batchv1.JobSpec{Parallelism: ptr.To(pods), Completions: ptr.To(pods), Template: corev1.PodTemplateSpec{
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}},
-		}
+		j := testobj.NewJob(ns, name).Label(api.JobSetNameKey, "js").Parallelism(pods).
+			PodSpec(corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}}}).
+			Edit(func(j *batchv1.Job) { j.Annotations[api.ExclusiveKey] = "pool" }).PinnedTo("pool", pool).Obj()
 		if err := c.Create(ctx, j); err != nil {
 			t.Fatal(err)
 		}
