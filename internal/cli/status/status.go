@@ -136,20 +136,10 @@ func clusterRun(ctx context.Context, o *Options) error {
 	// The fleet comes from the API: whatever is down, answer in seconds.
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	c, err := cloud.Open(ctx, client, "multislice status")
-	var pools []cloud.PoolStatus
-	var groups []cloud.GroupStatus
-	if err == nil {
-		pools, groups, err = c.Status(ctx)
-	}
+	printable, groups, err := fleetOf(ctx, client, down)
 	if err != nil {
-		why := "the API server does not answer"
-		if len(down) > 0 {
-			why += " (stopped: " + strings.Join(down, ", ") + ")"
-		}
-		return fmt.Errorf("%s: no fleet to show: %w", why, err)
+		return err
 	}
-	printable := localfleet.Pools(pools, c.Settings.GroupLabels.Name)
 	machine, err := home.RealHosts()
 	if err != nil {
 		return err
@@ -176,15 +166,20 @@ func clusterRun(ctx context.Context, o *Options) error {
 		printRealHosts(f, real, machine)
 	}
 	fmt.Fprintln(f.Out)
+	return printJobSets(o, jobSets, listErr)
+}
+
+// printJobSets is the JOBSETS section, or why there is none.
+func printJobSets(o *Options, jobSets []jobsetlist.Item, listErr error) error {
 	switch {
 	case listErr != nil:
-		fmt.Fprintf(f.Out, "JobSets: %v\n", listErr)
+		fmt.Fprintf(o.F.Out, "JobSets: %v\n", listErr)
 	case len(jobSets) == 0 && o.AllNamespaces:
-		fmt.Fprintln(f.Out, "no JobSets")
+		fmt.Fprintln(o.F.Out, "no JobSets")
 	case len(jobSets) == 0:
-		fmt.Fprintf(f.Out, "no JobSets in namespace %s (-A: every namespace)\n", o.Namespace)
+		fmt.Fprintf(o.F.Out, "no JobSets in namespace %s (-A: every namespace)\n", o.Namespace)
 	default:
-		return jobsetlist.Print(f, out, jobSets, o.AllNamespaces)
+		return jobsetlist.Print(o.F, o.Output, jobSets, o.AllNamespaces)
 	}
 	return nil
 }
@@ -197,6 +192,25 @@ func listJobSets(ctx context.Context, o *Options) ([]jobsetlist.Item, error) {
 		return nil, err
 	}
 	return jobsetlist.List(ctx, c, o.Namespace, o.AllNamespaces)
+}
+
+// fleetOf is the simulated cloud's pools and groups; down names the
+// stopped components, which the error blames when the API does not answer.
+func fleetOf(ctx context.Context, client kubernetes.Interface, down []string) ([]localfleet.Pool, []cloud.GroupStatus, error) {
+	c, err := cloud.Open(ctx, client, "multislice status")
+	var pools []cloud.PoolStatus
+	var groups []cloud.GroupStatus
+	if err == nil {
+		pools, groups, err = c.Status(ctx)
+	}
+	if err != nil {
+		why := "the API server does not answer"
+		if len(down) > 0 {
+			why += " (stopped: " + strings.Join(down, ", ") + ")"
+		}
+		return nil, nil, fmt.Errorf("%s: no fleet to show: %w", why, err)
+	}
+	return localfleet.Pools(pools, c.Settings.GroupLabels.Name), groups, nil
 }
 
 // realHosts joins the real hosts' nodes, processes and pods.
