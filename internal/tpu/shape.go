@@ -171,6 +171,9 @@ func joinInts(v [3]int) string { return fmt.Sprintf("%d,%d,%d", v[0], v[1], v[2]
 const (
 	// CubeDim is the edge of a tpu7x sub-block: a 4x4x4 cube of 16 VMs.
 	CubeDim = 4
+	// CubeChips are a cube's chips, CubeTopology its topology label.
+	CubeChips    = CubeDim * CubeDim * CubeDim
+	CubeTopology = "4x4x4"
 	// MaxDynamicChips bounds a super-slice: one block's chips.
 	MaxDynamicChips = 9216
 )

@@ -22,6 +22,9 @@ type Config struct {
 	GroupLabels GroupLabels `json:"groupLabels,omitempty"`
 	// Groups are multislice groups: Slices pools (plus Spares) of one shape.
 	Groups []GroupSpec `json:"groups,omitempty"`
+	// Blocks are tpu7x blocks of 4x4x4 sub-blocks for dynamic slicing:
+	// one node pool per sub-block, slices formed from them at schedule time.
+	Blocks []BlockSpec `json:"blocks,omitempty"`
 	// Pools are stand-alone pools: CPU pools or TPU slices outside a group.
 	Pools []Pool `json:"pools,omitempty"`
 	// Capacity is spare hosts per accelerator that the simulated cloud can
@@ -135,8 +138,8 @@ func (c *Config) Expand() ([]Resolved, error) {
 	if c.Kind != Kind {
 		add("kind", fmt.Errorf("got %q, want %s", c.Kind, Kind))
 	}
-	if len(c.Groups) == 0 && len(c.Pools) == 0 {
-		add("groups", errors.New("the fleet is empty: declare at least one group or pool"))
+	if len(c.Groups) == 0 && len(c.Pools) == 0 && len(c.Blocks) == 0 {
+		add("groups", errors.New("the fleet is empty: declare at least one group, block or pool"))
 	}
 	if c.Limits.Nodes < 0 || c.Limits.Pools < 0 || c.Limits.RealHosts < 0 {
 		add("limits", fmt.Errorf("must not be negative (got nodes %d, pools %d, realHosts %d); leave them unset for the defaults (%d nodes, %d pools, %d real hosts)",
@@ -169,6 +172,27 @@ func (c *Config) Expand() ([]Resolved, error) {
 			if err != nil {
 				add(field, err)
 				break // one message per group, not one per pool
+			}
+			pools = append(pools, r)
+			seen[p.Name] = field
+		}
+	}
+	for i, b := range c.Blocks {
+		field := fmt.Sprintf("blocks[%d]", i)
+		subBlocks, err := b.pools()
+		if err != nil {
+			add(field, err)
+			continue
+		}
+		for _, p := range subBlocks {
+			r, err := Resolve(p)
+			if err != nil {
+				add(field, err)
+				break
+			}
+			if prev, dup := seen[p.Name]; dup {
+				add(field+".name", fmt.Errorf("its sub-block %q is already declared by %s: pool names are unique", p.Name, prev))
+				break
 			}
 			pools = append(pools, r)
 			seen[p.Name] = field
@@ -214,6 +238,12 @@ func (c *Config) checkSize() error {
 				i, g.Slices, g.Spares, c.Limits.pools())
 		}
 		pools += max(g.Slices, 0) + max(g.Spares, 0)
+	}
+	for i, b := range c.Blocks {
+		if b.SubBlocks > tpu.MaxDynamicChips/tpu.CubeChips {
+			return fmt.Errorf("blocks[%d].subBlocks: %d is more than a tpu7x block's %d sub-blocks", i, b.SubBlocks, tpu.MaxDynamicChips/tpu.CubeChips)
+		}
+		pools += max(b.SubBlocks, 0)
 	}
 	if pools > c.Limits.pools() {
 		return fmt.Errorf("the fleet has %d node pools, more than the limit of %d: use fewer, or raise limits.pools in the fleet file on purpose", pools, c.Limits.pools())

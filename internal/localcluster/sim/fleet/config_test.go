@@ -175,3 +175,38 @@ func TestRealNodesAreTheKubeletsNotKwoks(t *testing.T) {
 		t.Errorf("real node capacity %v: want only its 4 TPU chips (the kubelet reports CPU and memory)", n.Status.Capacity)
 	}
 }
+
+func TestBlocksAreSubBlockPools(t *testing.T) {
+	c, err := Load("../../../../examples/fleet-dynamic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, err := c.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := HostCount(pools); n != 97 {
+		t.Errorf("hosts = %d, want 96 of the block and the CPU host", n)
+	}
+	sb := pools[5] // the sixth sub-block: x 0, y 1, z 2 in a 1x2x3 grid
+	want := map[string]string{gke.TopologyBlockLabel: "block-1", gke.PartitionCubeLabel: "block-1-sb-5", "multislice.dev/partition-position": "0.1.2"}
+	for k, v := range want {
+		if sb.Labels[k] != v {
+			t.Errorf("sub-block %s: label %s = %q, want %q", sb.Name, k, sb.Labels[k], v)
+		}
+	}
+	if sb.Nodes != 16 || sb.Shape.Topology.String() != "4x4x4" || sb.Accelerator != "tpu7x" {
+		t.Errorf("sub-block %s: %d nodes of %s %s, want 16 of tpu7x 4x4x4", sb.Name, sb.Nodes, sb.Accelerator, sb.Shape.Topology)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"blocks: [{name: b, subBlocks: 6, layout: 2x2x2}]", "layout 2x2x2 holds 8 sub-blocks, but subBlocks is 6"},
+		{"blocks: [{name: b, subBlocks: 0}]", "subBlocks: must be at least 1"},
+		{"blocks: [{name: b, subBlocks: 100000}]", "more than a tpu7x block's 144 sub-blocks"},
+		{"blocks: [{name: B, subBlocks: 1}]", `name "B"`},
+	} {
+		_, err := Parse([]byte("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\n" + tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to say %q", tc.yaml, err, tc.want)
+		}
+	}
+}

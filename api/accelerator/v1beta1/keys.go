@@ -1,0 +1,37 @@
+package v1beta1
+
+const (
+	// ReadyCondition is the Slice's one condition.
+	ReadyCondition = "Ready"
+	// FailedReason is GKE's reason of a Slice that is not Ready because
+	// a host of it failed or its partitions cannot form it.
+	FailedReason = "FAILED"
+	// FormingReason: the Slice exists and its hosts are not all seen fit
+	// yet (ours; GKE reports the formation in its own words).
+	FormingReason = "Forming"
+	// ReadyReason is the reason of a Ready Slice (ours).
+	ReadyReason = "Ready"
+	// RetryOnFailureAnnotation asks that a failed Slice be formed again
+	// from healthy partitions (GKE's). Slices of JobSets are, always.
+	RetryOnFailureAnnotation = "slice.gke.io/retry-on-failure"
+	// TPU7x is the one type dynamic slicing forms.
+	TPU7x = "tpu7x"
+	// MaxNameLength is GKE's bound on a Slice's name.
+	MaxNameLength = 49
+)
+
+// Labels Multislice puts on the Slices it forms for a JobSet's Jobs: the
+// owner's namespace, name and UID (a cluster-scoped Slice cannot have a
+// namespaced owner reference) and the Job.
+const (
+	JobSetNamespaceLabel = "slice.multislice.dev/jobset-namespace"
+	JobSetNameLabel      = "slice.multislice.dev/jobset-name"
+	JobSetUIDLabel       = "slice.multislice.dev/jobset-uid"
+	JobNameLabel         = "slice.multislice.dev/job-name"
+)
+
+// PartitionPositionLabel is the node label (ours) giving a sub-block's
+// position in its block's grid of sub-blocks, "x.y.z" (cubes along each
+// axis), from which adjacency follows: GKE's slice controller knows the
+// physical layout; a simulated fleet says it.
+const PartitionPositionLabel = "multislice.dev/partition-position"
