@@ -8,3 +8,9 @@ import _ "embed"
 //
 //go:embed bases/jobset.x-k8s.io_jobsets.yaml
 var JobSet []byte
+
+// Slice is GKE's slices.accelerator.gke.io CRD (dynamic slicing), as
+// Multislice serves it where GKE's slice controller does not run.
+//
+//go:embed bases/accelerator.gke.io_slices.yaml
+var Slice []byte

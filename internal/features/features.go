@@ -19,14 +19,16 @@ const (
 	ActiveDeadlineSeconds     = "JobSetActiveDeadlineSeconds"
 	MutablePodResources       = "MutablePodResourcesForSuspendedJobSets"
 	WorkloadAwareScheduling   = "JobSetWorkloadAwareSchedulingAPI"
+	DynamicSlicing            = "DynamicSlicing"
 )
 
 // Gate describes one feature gate.
 type Gate struct {
 	Name    string
 	Default bool
-	// Stage is upstream's maturity ("alpha"), or "ahead" for a feature
-	// upstream has designed but not built.
+	// Stage is upstream's maturity ("alpha"), "ahead" for a feature
+	// upstream has designed but not built, or "gke" for one of GKE's
+	// closed controllers built in the open.
 	Stage string
 	Doc   string
 }
@@ -39,13 +41,14 @@ var All = []Gate{
 	{ExecutionAttemptsTracking, false, "alpha", "status.executionAttempts and the jobset.sigs.k8s.io/execution-attempt annotation (and, ahead of upstream, label) count every start: first start, whole-JobSet restart, resume (KEP-1282, upstream #1283)"},
 	{ActiveDeadlineSeconds, false, "alpha", "spec.activeDeadlineSeconds (KEP-1186): past it, counted from status.startTime (suspended time excluded, restarts included), every child Job stops and the JobSet fails (DeadlineExceeded); off: the field is kept but not enforced, and admission warns"},
 	{MutablePodResources, false, "alpha", "while a JobSet is suspended its pod templates' container and pod resources may change (KEP-1150: Kueue and DWS right-size it); the change reaches the child Jobs when it resumes (the Jobs' own MutablePodResourcesForSuspendedJobs, Kubernetes 1.36+); off: immutable"},
+	{DynamicSlicing, false, "gke", "GKE's dynamic slicing (tpu7x): Jobs whose pods carry cloud.google.com/gke-tpu-slice-topology get Slices (accelerator.gke.io/v1beta1) stitched from adjacent free 4x4x4 sub-blocks and start pinned to them once they are Ready; the manager also judges every Slice's readiness. Needs the Slice CRD (multislice up installs it; on GKE, GKE's slice controller owns it, so leave this off there). On in the local cluster"},
 	{WorkloadAwareScheduling, false, "alpha", "spec.scheduling (KEP-969): a scheduling.k8s.io/v1beta1 Workload and PodGroups per JobSet, its pods pointed at them, so kube-scheduler gangs them (the API server serving scheduling.k8s.io/v1beta1 and the scheduler, both with GenericWorkload); off: refused at admission"},
 }
 
 // Gates are the values in force.
 type Gates struct {
 	RestartJob, InPlaceRestart, ElasticJobSet, ExecutionAttemptsTracking, ActiveDeadlineSeconds, MutablePodResources bool
-	WorkloadAwareScheduling                                                                                          bool
+	WorkloadAwareScheduling, DynamicSlicing                                                                          bool
 }
 
 // Defaults are the gates with no flag given.
@@ -75,7 +78,7 @@ func Parse(s string) (Gates, error) {
 		RestartJob: values[RestartJob], InPlaceRestart: values[InPlaceRestart],
 		ElasticJobSet: values[ElasticJobSet], ExecutionAttemptsTracking: values[ExecutionAttemptsTracking],
 		ActiveDeadlineSeconds: values[ActiveDeadlineSeconds], MutablePodResources: values[MutablePodResources],
-		WorkloadAwareScheduling: values[WorkloadAwareScheduling],
+		WorkloadAwareScheduling: values[WorkloadAwareScheduling], DynamicSlicing: values[DynamicSlicing],
 	}, nil
 }
 

@@ -1,5 +1,6 @@
-// Package install puts Multislice's API into a cluster: the JobSet CRD,
-// applied server-side and waited for until the apiserver serves it.
+// Package install puts Multislice's API into a cluster: the JobSet CRD
+// (and, for dynamic slicing, GKE's Slice CRD), applied and waited for
+// until the apiserver serves it.
 package install
 
 import (
@@ -20,10 +21,16 @@ import (
 )
 
 // CRD creates or updates the JobSet CRD and waits until it is Established.
-func CRD(ctx context.Context, cfg *rest.Config) error {
+func CRD(ctx context.Context, cfg *rest.Config) error { return apply(ctx, cfg, crd.JobSet) }
+
+// SliceCRD does the same for GKE's Slice CRD (dynamic slicing), for a
+// cluster where GKE's slice controller does not serve it.
+func SliceCRD(ctx context.Context, cfg *rest.Config) error { return apply(ctx, cfg, crd.Slice) }
+
+func apply(ctx context.Context, cfg *rest.Config, manifest []byte) error {
 	var want apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(crd.JobSet, &want); err != nil {
-		return fmt.Errorf("embedded JobSet CRD: %w", err)
+	if err := yaml.Unmarshal(manifest, &want); err != nil {
+		return fmt.Errorf("embedded CRD: %w", err)
 	}
 	client, err := apiextensions.NewForConfig(cfg)
 	if err != nil {

@@ -98,8 +98,8 @@ func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
 // import neither client-go nor controller-runtime (pureOfClients) and
 // read the time only from what they are given.
 var (
-	pureOfClients = []string{"internal/controller/jobset/policy", "internal/tpujob", "api/jobset/v1alpha2"}
-	noClock       = []string{"internal/controller/jobset/policy", "internal/placement"}
+	pureOfClients = []string{"internal/controller/jobset/policy", "internal/tpujob", "internal/slicing", "api/jobset/v1alpha2", "api/accelerator/v1beta1"}
+	noClock       = []string{"internal/controller/jobset/policy", "internal/placement", "internal/slicing"}
 )
 
 // TestPolicyIsPure: the JobSet controller's policy and the TPU checks

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/localcluster/sim"
 	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
@@ -34,7 +35,7 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string, gr
 	f.MetricsAddr, f.MetricsSecure = "127.0.0.1:"+strconv.Itoa(metrics), false // loopback only
 	f.ProbeAddr = "127.0.0.1:" + strconv.Itoa(probe)
 	f.CertDir = r.Home.path("webhook-certs")
-	f.Gates = featureGates
+	f.Gates = withLocalGates(featureGates)
 	f.GroupLabel, f.GroupSizeLabel = groups.Name, groups.Size
 	args := append([]string{"manager"}, f.Args()...)
 	if extra := os.Getenv("MULTISLICE_MANAGER_ARGS"); extra != "" {
@@ -47,6 +48,15 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string, gr
 	// JobSets can be admitted.
 	ready := httpOK("http://127.0.0.1:"+strconv.Itoa(probe)+"/readyz", nil)
 	return r.WaitFor(ctx, "multislice-manager", 60*time.Second, ready)
+}
+
+// withLocalGates turns on what the local cluster serves and GKE's own
+// controllers would do elsewhere (DynamicSlicing), unless gates say.
+func withLocalGates(gates string) string {
+	if strings.Contains(gates, features.DynamicSlicing+"=") {
+		return gates
+	}
+	return strings.Trim(features.DynamicSlicing+"=true,"+gates, ",")
 }
 
 // StartRepairer runs `multislice cloud-repair` (the binary at exe), the

@@ -81,8 +81,11 @@ func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 			if o.NoManager {
 				return nil
 			}
-			r.say("installing the JobSet CRD, the manager's permissions and the in-place restart agent's")
+			r.say("installing the JobSet and Slice CRDs, the manager's permissions and the in-place restart agent's")
 			if err := install.CRD(ctx, r.Config); err != nil {
+				return err
+			}
+			if err := install.SliceCRD(ctx, r.Config); err != nil {
 				return err
 			}
 			if o.Manager != ManagerInCluster { // install.yaml brings the in-cluster manager's

@@ -29,6 +29,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/certs"
 	jobsetcontroller "github.com/multislice/multislice/internal/controller/jobset"
+	slicecontroller "github.com/multislice/multislice/internal/controller/slice"
 	"github.com/multislice/multislice/internal/dashboard"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/gke"
@@ -216,7 +217,8 @@ func metricsOptions(o Options) metricsserver.Options {
 	return m
 }
 
-// addControllers registers the JobSet controller, placement and slice health.
+// addControllers registers the JobSet controller, placement, slice health
+// and, for dynamic slicing, the slice controller.
 func addControllers(mgr ctrl.Manager, o Options) error {
 	r := &jobsetcontroller.Reconciler{
 		Client:         mgr.GetClient(),
@@ -228,9 +230,15 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 		Gates:          o.FeatureGates,
 		AgentTimeout:   o.AgentTimeout,
 		Events:         mgr.GetAPIReader(),
+		Slicing:        o.FeatureGates.DynamicSlicing,
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return err
+	}
+	if o.FeatureGates.DynamicSlicing {
+		if err := (&slicecontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-controller")}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	if o.NoSliceHealth {
 		return nil

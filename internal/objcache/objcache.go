@@ -21,18 +21,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/gke"
 )
 
 // Scheme knows Kubernetes' built-in kinds, scheduling.k8s.io/v1beta1
-// (Workload, PodGroup) and JobSets.
+// (Workload, PodGroup), JobSets and GKE's Slices.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = schedulingv1beta1.AddToScheme(s) // alpha: not in client-go's scheme
 	_ = api.AddToScheme(s)
+	_ = slicev1beta1.AddToScheme(s)
 	return s
 }
 

@@ -59,6 +59,10 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (policy.Observ
 			return o, err
 		}
 	}
+	var err error
+	if o.Slices, err = r.observeSlices(ctx, js); err != nil {
+		return o, err
+	}
 	if name, ok := policy.ServiceName(js); ok {
 		var svc corev1.Service
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: name}, &svc)

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/features"
@@ -72,6 +73,12 @@ type Reconciler struct {
 	// decision observes it. Memory only: a restarted manager learns it
 	// again by trying.
 	refused sync.Map
+	// Slicing forms dynamic slices (the DynamicSlicing gate; needs
+	// Domains): Slices of accelerator.gke.io for Jobs that ask for them.
+	Slicing bool
+	// reserved are the cubes of Slices decided but not seen in the cache
+	// yet, by Slice name; guarded by placing.
+	reserved map[string]reservation
 	// decide is policy.Decide, counted in tests.
 	decide func(policy.Observed) policy.Plan
 	// placing makes placement decisions one at a time: each sees the
@@ -90,6 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.Slicing = r.Slicing && r.Domains != nil // cubes are read from the domain cache
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, OwnerUIDIndex, func(o client.Object) []string {
 		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "JobSet" && ref.APIVersion == api.GroupVersion.String() {
 			return []string{string(ref.UID)}
@@ -114,6 +122,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			return err
 		}
 		b = b.WatchesRawSource(source.Channel(wake, (&wakes{clock: r.Clock}).handler()))
+	}
+	if r.Slicing {
+		// A Slice is cluster-scoped, so its JobSet is named by labels, not
+		// an owner reference; its Ready condition moves the JobSet along.
+		b = b.Watches(&slicev1beta1.Slice{}, sliceOwner())
 	}
 	if r.Gates.WorkloadAwareScheduling {
 		b = b.Owns(&schedulingv1beta1.Workload{}).Owns(&schedulingv1beta1.PodGroup{})
@@ -144,6 +157,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.refused.Delete(req.NamespacedName)
 			if r.Domains != nil {
 				r.Domains.Release(req.NamespacedName.String())
+			}
+			if err := r.releaseSlicesOf(ctx, req.NamespacedName); err != nil {
+				return ctrl.Result{}, err
 			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -198,14 +214,28 @@ func (r *Reconciler) decideAll(ctx context.Context, js *api.JobSet, o policy.Obs
 		decide = policy.Decide
 	}
 	plan := decide(o)
-	if len(plan.NeedsSnapshot) > 0 {
+	if len(plan.NeedsSnapshot) > 0 || plan.NeedsCubes {
 		r.placing.Lock()
 		defer r.placing.Unlock()
-		var err error
-		if o.Placement, err = r.observePlacement(ctx, js, plan.NeedsSnapshot); err != nil {
-			return policy.Plan{}, err
+		// A decision given the domains may find it forms Slices too, or
+		// the other way round: each is supplied once.
+		for len(plan.NeedsSnapshot) > 0 && o.Placement == nil || plan.NeedsCubes && o.Slices.Cubes == nil {
+			var err error
+			if len(plan.NeedsSnapshot) > 0 && o.Placement == nil {
+				if o.Placement, err = r.observePlacement(ctx, js, plan.NeedsSnapshot); err != nil {
+					return policy.Plan{}, err
+				}
+			}
+			if plan.NeedsCubes && o.Slices.Cubes == nil {
+				slices := *o.Slices
+				if slices.Cubes, err = r.observeCubes(ctx, js); err != nil {
+					return policy.Plan{}, err
+				}
+				o.Slices = &slices
+			}
+			plan = decide(o)
 		}
-		plan = decide(o)
+		r.reserve(&plan)
 	}
 	r.remember(js, &plan)
 	return plan, nil
@@ -242,6 +272,9 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 			r.event(js, corev1.EventTypeWarning, api.PVCCreationFailedReason, err.Error())
 			errs = append(errs, err)
 		}
+	}
+	if err := r.actSlices(ctx, js, p); err != nil {
+		errs = append(errs, err)
 	}
 	if err := r.actScheduling(ctx, js, p); err != nil {
 		// The Jobs wait for their groups: pods with no PodGroup would not schedule.

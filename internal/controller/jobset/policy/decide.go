@@ -46,6 +46,7 @@ var stages = []stage{
 	{"jobs", jobsStage},
 	{"suspend or resume", suspendStage},
 	{"scheduling", schedulingStage},
+	{"slices", slicesStage},
 	{"placement", placementStage},
 }
 
@@ -95,6 +96,7 @@ func (d *decision) finish() Plan {
 	if _, done := finished(&p.Status); done != nil {
 		p.ReleaseDomains = true
 	}
+	releaseSlices(d)
 	batchCounts(d.o, p)
 	return *p
 }

@@ -35,6 +35,8 @@ func TestStageOrder(t *testing.T) {
 		{"restart", "success", "a Job that failed goes to the failure policy before success is judged"},
 		{"pod creation", "jobs", "Jobs whose pods cannot be created let their domains go before more are created"},
 		{"refused jobs", "jobs", "Jobs the API server refused are not created again before the retry"},
+		{"suspend or resume", "slices", "a resumed JobSet's Jobs are held for their Slices like new ones"},
+		{"slices", "placement", "Jobs held for their Slices are not placed (or reserved) by key meanwhile"},
 		{"jobs", "suspend or resume", "resumes read which replicated jobs may start"},
 		{"suspend or resume", "scheduling", "the groups hold the Jobs the plan creates and resumes (commit 36f424e)"},
 		{"scheduling", "placement", "Jobs waiting for their groups are not placed"},

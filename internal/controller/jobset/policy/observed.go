@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
 	"github.com/multislice/multislice/internal/placement"
@@ -41,6 +42,9 @@ type Observed struct {
 	// Placement is the snapshot placing the JobSet's Jobs needs, supplied
 	// when the decision without it asked (Plan.NeedsSnapshot).
 	Placement *Placement
+	// Slices are the JobSet's dynamic slices and, when asked for, the
+	// cubes they form from (nil: the manager forms no slices).
+	Slices *SliceObservation
 	// JobsRefused is the API server's refusal of the Jobs the last
 	// decision created (nil: none, or they were created since).
 	JobsRefused *JobRefusal
@@ -99,6 +103,14 @@ type Plan struct {
 	// exclusive keys and was decided without a snapshot of their domains;
 	// decide again with Observed.Placement. Nothing else of it is final.
 	NeedsSnapshot []string
+	// CreateSlices are formed for Jobs that start once they are Ready;
+	// DeleteSlices (names) are let go: the JobSet finished or is
+	// suspended, or they failed and are formed again.
+	CreateSlices []*slicev1beta1.Slice
+	DeleteSlices []string
+	// NeedsCubes: the plan would form Slices and was decided without the
+	// cubes; decide again with Observed.Slices.Cubes, like NeedsSnapshot.
+	NeedsCubes bool
 	// DeleteJobSet: the TTL after finishing has expired.
 	DeleteJobSet bool
 	RequeueAfter time.Duration

@@ -1,0 +1,87 @@
+// Package slice is the slice controller of dynamic slicing: it judges
+// whether each Slice (accelerator.gke.io/v1beta1) can run work, from the
+// hosts of its partitions (readiness.go, pure), and lets go the Slices of
+// JobSets that are gone (slice.go). The JobSet controller forms Slices;
+// this one only watches them, so a Slice made by hand is judged the same.
+package slice
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/slicing"
+	"github.com/multislice/multislice/internal/tpu"
+)
+
+// Readiness is a Slice's Ready condition, from its partitions' hosts (by
+// partition id) and the older Slices that share a partition with it
+// (earlier: they keep it; this one fails).
+func Readiness(s *slicev1beta1.Slice, hosts map[string][]corev1.Node, earlier []string) metav1.Condition {
+	failed := func(msg string) metav1.Condition {
+		return metav1.Condition{Type: slicev1beta1.ReadyCondition, Status: metav1.ConditionFalse, Reason: slicev1beta1.FailedReason, Message: msg}
+	}
+	if why := shapeProblem(s); why != "" {
+		return failed(why)
+	}
+	if len(earlier) > 0 {
+		sort.Strings(earlier)
+		return failed(fmt.Sprintf("a partition of it is already in Slice %s: a partition belongs to one Slice at a time", strings.Join(earlier, ", ")))
+	}
+	for _, id := range s.Spec.PartitionIDs {
+		if why := partitionProblem(id, hosts[id]); why != "" {
+			return failed(why)
+		}
+	}
+	return metav1.Condition{Type: slicev1beta1.ReadyCondition, Status: metav1.ConditionTrue, Reason: slicev1beta1.ReadyReason,
+		Message: fmt.Sprintf("%d partitions, %d hosts, every one fit for work", len(s.Spec.PartitionIDs), cubeHosts*len(s.Spec.PartitionIDs))}
+}
+
+// cubeHosts are a 4x4x4 sub-block's hosts (4 chips each).
+const cubeHosts = tpu.CubeChips / tpu.MultiHostChipsPerHost
+
+// shapeProblem: a super-slice needs one partition per 64 chips of its
+// topology, and its topology must form from cubes.
+func shapeProblem(s *slicev1beta1.Slice) string {
+	shape, _, err := tpu.DynamicSlice(s.Spec.Topology)
+	if err != nil {
+		return err.Error()
+	}
+	if _, err := slicing.CubeDims(shape.Topology); err != nil {
+		return fmt.Sprintf("%v (sub-slices are not formed as Slices here)", err)
+	}
+	if want := shape.Chips() / tpu.CubeChips; len(s.Spec.PartitionIDs) != want {
+		return fmt.Sprintf("topology %s needs %d partitions, spec.partitionIds has %d", s.Spec.Topology, want, len(s.Spec.PartitionIDs))
+	}
+	return ""
+}
+
+// partitionProblem names what keeps a partition's hosts from work: a
+// host missing (the partition unknown, or short of hosts) or unfit.
+func partitionProblem(id string, nodes []corev1.Node) string {
+	if len(nodes) == 0 {
+		return fmt.Sprintf("partition %s: no node has %s=%s", id, gke.PartitionCubeLabel, id)
+	}
+	if why := gke.MissingHosts(len(nodes), cubeHosts); why != "" {
+		return fmt.Sprintf("partition %s: %s", id, why)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	for i := range nodes {
+		n := &nodes[i]
+		switch {
+		case gke.HostUnfit(n, 0, time.Time{}) != "":
+			return fmt.Sprintf("partition %s: %s", id, gke.HostUnfit(n, 0, time.Time{}))
+		case !gke.NodeReady(n):
+			return fmt.Sprintf("partition %s: host %s is not Ready yet", id, n.Name)
+		case !gke.FitForWork(n):
+			return fmt.Sprintf("partition %s: host %s is tainted as lost by the node lifecycle controller", id, n.Name)
+		}
+	}
+	return ""
+}

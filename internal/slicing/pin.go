@@ -1,0 +1,82 @@
+package slicing
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
+
+	"github.com/multislice/multislice/internal/gke"
+)
+
+// SliceAnnotation names, on a child Job, the Slice it is pinned to.
+const SliceAnnotation = "multislice.dev/slice"
+
+// Pin places Job j on the hosts of Slice name, formed from partitions: a
+// required node affinity on the partition label (ANDed into every term the
+// template has), and SliceAnnotation. The one place a slice pin is written.
+func Pin(j *batchv1.Job, name string, partitions []string) {
+	req := corev1.NodeSelectorRequirement{Key: gke.PartitionCubeLabel, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(partitions)}
+	pod := &j.Spec.Template.Spec
+	if pod.Affinity == nil {
+		pod.Affinity = &corev1.Affinity{}
+	}
+	if pod.Affinity.NodeAffinity == nil {
+		pod.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		terms = []corev1.NodeSelectorTerm{{}}
+	}
+	for i := range terms {
+		exprs := slices.DeleteFunc(slices.Clone(terms[i].MatchExpressions), func(e corev1.NodeSelectorRequirement) bool {
+			return e.Key == gke.PartitionCubeLabel // a pin of an earlier attempt
+		})
+		terms[i].MatchExpressions = append(exprs, req)
+	}
+	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
+	if j.Annotations == nil {
+		j.Annotations = map[string]string{}
+	}
+	j.Annotations[SliceAnnotation] = name
+}
+
+// PinnedSlice is the Slice j is pinned to, "" if none.
+func PinnedSlice(j *batchv1.Job) string { return j.Annotations[SliceAnnotation] }
+
+// Dynamic says whether a Job's pods ask for a dynamic slice (GKE's
+// slice-topology annotation on its pod template) of whole cubes.
+func Dynamic(j *batchv1.Job) bool {
+	return j.Spec.Template.Annotations[gke.SliceTopologyAnnotation] != ""
+}
+
+// Name is the Slice formed for Job job of the JobSet with UID uid: the
+// Job's name (cut to fit GKE's 49 characters) and a hash of the UID, so
+// that Slices of same-named Jobs in two namespaces, or of a JobSet
+// recreated under its old name, never collide.
+func Name(job string, uid types.UID) string {
+	h := fnv.New32a()
+	h.Write([]byte(uid))
+	suffix := fmt.Sprintf("-%05x", h.Sum32()&0xfffff)
+	base := job
+	if n := slicev1beta1.MaxNameLength - len(suffix); len(base) > n {
+		base = strings.TrimRight(base[:n], "-")
+	}
+	if base == "" || base[0] < 'a' || base[0] > 'z' {
+		base = "s" + base
+		if n := slicev1beta1.MaxNameLength - len(suffix); len(base) > n {
+			base = base[:n]
+		}
+	}
+	return base + suffix
+}
