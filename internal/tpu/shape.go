@@ -62,11 +62,19 @@ func NewShape(accelerator, topology, machineType string) (Shape, error) {
 func ShapeForType(tpuType string) (Shape, error) {
 	i := strings.LastIndex(tpuType, "-")
 	if i < 0 {
-		return Shape{}, fmt.Errorf("TPU type %q: want <generation>-<cores>, for example v4-16 or v5litepod-16", tpuType)
+		return Shape{}, fmt.Errorf("TPU type %q: want <generation>-<cores> or <generation>-<topology>, for example v4-16, v5litepod-16 or tpu7x-4x4x8", tpuType)
 	}
 	g, err := ForName(tpuType[:i])
 	if err != nil {
 		return Shape{}, fmt.Errorf("TPU type %q: %w", tpuType, err)
+	}
+	if topology := tpuType[i+1:]; strings.Contains(topology, "x") {
+		// <generation>-<topology>, e.g. tpu7x-4x4x8: any valid topology.
+		s, err := NewShape(g.PrimaryAccelerator(), topology, "")
+		if err != nil {
+			return Shape{}, fmt.Errorf("TPU type %q: %w", tpuType, err)
+		}
+		return s, nil
 	}
 	n, err := strconv.Atoi(tpuType[i+1:])
 	if err != nil || n < 1 {

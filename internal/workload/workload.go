@@ -50,6 +50,12 @@ type Spec struct {
 	TTLSecondsAfterFinished *int32
 	// ShmSize sizes a memory-backed /dev/shm ("" leaves the runtime's 64 MiB).
 	ShmSize string
+	// SuperSlicing and SubSlicing render GKE's dynamic slicing (tpu7x), as
+	// xpk does: the accelerator alone selected, the shape in the pod
+	// annotation cloud.google.com/gke-tpu-slice-topology, no exclusive
+	// placement; a super-slice is stitched from whole 4x4x4 cubes, a
+	// sub-slice cut from one (with Kueue's required-topology annotation).
+	SuperSlicing, SubSlicing bool
 }
 
 // QueueLabel is Kueue's label naming the LocalQueue of a workload.
@@ -114,6 +120,9 @@ func Build(s Spec) (*api.JobSet, error) {
 		}
 		shm = q
 	}
+	if err == nil {
+		errs = append(errs, checkDynamic(s, shape)...)
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
@@ -146,7 +155,7 @@ func Build(s Spec) (*api.JobSet, error) {
 		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}}
 	}
 	labels := workloadLabels(s.Name, s.QueueName, s.Priority)
-	return &api.JobSet{
+	js := &api.JobSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: "JobSet"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: s.Name, Namespace: s.Namespace,
@@ -177,7 +186,48 @@ func Build(s Spec) (*api.JobSet, error) {
 				}},
 			}},
 		},
-	}, nil
+	}
+	if s.SuperSlicing || s.SubSlicing {
+		dynamicSlices(js, shape, s.SubSlicing)
+	}
+	return js, nil
+}
+
+// checkDynamic refuses a dynamic-slicing shape that cubes do not form.
+func checkDynamic(s Spec, shape tpu.Shape) []string {
+	flag := "--super-slicing"
+	if s.SubSlicing {
+		flag = "--sub-slicing"
+	}
+	switch {
+	case !s.SuperSlicing && !s.SubSlicing:
+		return nil
+	case s.SuperSlicing && s.SubSlicing:
+		return []string{"--super-slicing, --sub-slicing: choose one"}
+	case shape.Generation.Name != "tpu7x":
+		return []string{fmt.Sprintf("%s: dynamic slices are tpu7x slices; use --tpu-type tpu7x-<topology>, e.g. tpu7x-4x4x8", flag)}
+	}
+	_, sub, err := tpu.DynamicSlice(shape.Topology.String())
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("%s: %v", flag, err)}
+	case sub && s.SuperSlicing:
+		return []string{fmt.Sprintf("--super-slicing: %s is a sub-slice, cut from one 4x4x4 cube: use --sub-slicing", shape.Topology)}
+	case !sub && s.SubSlicing:
+		return []string{fmt.Sprintf("--sub-slicing: %s is stitched from whole 4x4x4 cubes: use --super-slicing", shape.Topology)}
+	}
+	return nil
+}
+
+// dynamicSlices turns js into xpk's dynamic-slicing rendering.
+func dynamicSlices(js *api.JobSet, shape tpu.Shape, sub bool) {
+	delete(js.Annotations, api.ExclusiveKey)
+	pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
+	delete(pod.Spec.NodeSelector, gke.TopologyLabel)
+	pod.Annotations = map[string]string{gke.SliceTopologyAnnotation: shape.Topology.String()}
+	if sub {
+		pod.Annotations[gke.PodSetRequiredTopologyAnnotation] = gke.PartitionCubeLabel
+	}
 }
 
 // checkShared checks what both generators take alike: the name (given by

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 )
 
 func valid() Spec {
@@ -82,6 +83,42 @@ func TestBuildRefuses(t *testing.T) {
 		tc.edit(&s)
 		if _, err := Build(s); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Build: %v, want an error naming %q", err, tc.want)
+		}
+	}
+}
+
+// TestDynamicSlicing: --super-slicing and --sub-slicing render xpk's
+// dynamic-slicing JobSet, and refuse shapes cubes do not form.
+func TestDynamicSlicing(t *testing.T) {
+	base := Spec{Name: "dyn", TPUType: "tpu7x-4x4x8", Slices: 2, Command: "python3 train.py", Image: "python:3.12", SuperSlicing: true}
+	js, err := Build(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := js.Spec.ReplicatedJobs[0].Template.Spec.Template
+	if _, ok := js.Annotations[api.ExclusiveKey]; ok || pod.Spec.NodeSelector[gke.TopologyLabel] != "" ||
+		pod.Spec.NodeSelector[gke.AcceleratorLabel] != "tpu7x" || pod.Annotations[gke.SliceTopologyAnnotation] != "4x4x8" ||
+		*js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism != 32 {
+		t.Errorf("super-slicing JobSet: annotations %v, pod annotations %v, selector %v", js.Annotations, pod.Annotations, pod.Spec.NodeSelector)
+	}
+	sub := base
+	sub.TPUType, sub.SuperSlicing, sub.SubSlicing = "tpu7x-2x2x4", false, true
+	if js, err := Build(sub); err != nil || js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[gke.PodSetRequiredTopologyAnnotation] != gke.PartitionCubeLabel {
+		t.Errorf("sub-slicing: %v", err)
+	}
+	for _, tc := range []struct {
+		edit func(*Spec)
+		want string
+	}{
+		{func(s *Spec) { s.TPUType = "v4-16" }, "dynamic slices are tpu7x slices"},
+		{func(s *Spec) { s.TPUType = "tpu7x-2x2x4" }, "use --sub-slicing"},
+		{func(s *Spec) { s.SuperSlicing, s.SubSlicing = false, true }, "use --super-slicing"},
+		{func(s *Spec) { s.SubSlicing = true }, "choose one"},
+	} {
+		s := base
+		tc.edit(&s)
+		if _, err := Build(s); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", s, err, tc.want)
 		}
 	}
 }

@@ -89,6 +89,8 @@ func NewCmdCreate(f *cli.Factory, runF func(context.Context, *CreateOptions) err
 	fl.Int32Var(&o.ttl, "ttl-seconds-after-finished", 43200, "delete the finished workload after this many seconds (as xpk: 12 h)")
 	fl.StringVar(&o.Spec.ShmSize, "shm-size", "", "size of a memory-backed /dev/shm, e.g. 16Gi (default: the runtime's 64 MiB)")
 	fl.Int64Var(&o.Spec.GracePeriod, "termination-grace-period-seconds", 30, "how long pods get to stop on a restart")
+	fl.BoolVar(&o.Spec.SuperSlicing, "super-slicing", false, "GKE's dynamic slicing (tpu7x): each slice stitched from adjacent 4x4x4 cubes when scheduled, e.g. --tpu-type tpu7x-4x4x8 (as xpk renders it)")
+	fl.BoolVar(&o.Spec.SubSlicing, "sub-slicing", false, "GKE's dynamic slicing (tpu7x): each slice cut from one 4x4x4 cube, --tpu-type tpu7x-2x2x4 or tpu7x-2x4x4 (as xpk renders it)")
 	fl.StringVarP(&o.Spec.Namespace, "namespace", "n", "", "namespace (default: the context's)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print the JobSet instead of creating it")
 	fl.StringVarP(&o.Output, "output", "o", "", "output format of --dry-run: yaml (default) or json")
