@@ -1,4 +1,5 @@
-// Package slicehealth treats a slice (a node pool) as one unit: one host
+// Package slicehealth treats a slice (a node pool, or the partitions of a
+// dynamic Slice) as one unit: one host
 // that is NotReady past a short grace, gone, cordoned for repair, or under
 // maintenance makes the whole slice unhealthy (gke.SliceProblem). The
 // Reconciler fails the child Job running there at once, so its JobSet
@@ -9,11 +10,15 @@ package slicehealth
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -28,6 +33,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/metrics"
+	"github.com/multislice/multislice/internal/slicing"
 )
 
 // Reason is the reason of the Failed condition slice health writes on a
@@ -58,19 +64,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Now = time.Now
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, domainIndex, func(o client.Object) []string {
-		if d := domainOf(o.(*batchv1.Job)); d != "" {
-			return []string{d}
-		}
-		return nil
+		return domainsOf(o.(*batchv1.Job))
 	}); err != nil {
 		return err
 	}
 	// A Job matters when it is pinned, or its pinning changes; its status
 	// updates (every pod's progress) do not change its slice's health.
 	pinned := predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return domainOf(e.Object.(*batchv1.Job)) != "" },
+		CreateFunc: func(e event.CreateEvent) bool { return len(domainsOf(e.Object.(*batchv1.Job))) > 0 },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return domainOf(e.ObjectNew.(*batchv1.Job)) != domainOf(e.ObjectOld.(*batchv1.Job))
+			return !slices.Equal(domainsOf(e.ObjectNew.(*batchv1.Job)), domainsOf(e.ObjectOld.(*batchv1.Job)))
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
@@ -81,13 +84,36 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// domainOf is the index value of a pinned child Job, "" if it is not one.
-func domainOf(j *batchv1.Job) string {
-	domain, key := api.PinnedDomain(j), j.Annotations[api.ExclusiveKey]
-	if domain == "" || key == "" || j.Labels[api.JobSetNameKey] == "" {
-		return ""
+// domainsOf are the index values of a pinned child Job: its domain, or
+// its Slice's partitions; nil if it is not pinned.
+func domainsOf(j *batchv1.Job) []string {
+	if j.Labels[api.JobSetNameKey] == "" {
+		return nil
 	}
-	return key + "=" + domain
+	if parts := slicing.PinnedPartitions(j); len(parts) > 0 {
+		out := make([]string, len(parts))
+		for i, p := range parts {
+			out[i] = gke.PartitionCubeLabel + "=" + p
+		}
+		return out
+	}
+	domain, key := api.PinnedDomain(j), j.Annotations[api.ExclusiveKey]
+	if domain == "" || key == "" {
+		return nil
+	}
+	return []string{key + "=" + domain}
+}
+
+// sliceOf is the selector of a pinned Job's hosts, how many it has when
+// whole (0: as its nodes' labels say) and how a message names the slice.
+func sliceOf(j *batchv1.Job) (sel labels.Selector, hosts int, where string) {
+	if parts := slicing.PinnedPartitions(j); len(parts) > 0 {
+		req, _ := labels.NewRequirement(gke.PartitionCubeLabel, selection.In, parts)
+		return labels.NewSelector().Add(*req), int(ptr.Deref(j.Spec.Parallelism, 1)),
+			fmt.Sprintf("Slice %s (partitions %s)", slicing.PinnedSlice(j), strings.Join(parts, ", "))
+	}
+	domain, key := api.PinnedDomain(j), j.Annotations[api.ExclusiveKey]
+	return labels.SelectorFromSet(labels.Set{key: domain}), 0, key + "=" + domain
 }
 
 // healthChanged passes Node events that can change a slice's health: a
@@ -123,20 +149,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &j); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	domain, key := api.PinnedDomain(&j), j.Annotations[api.ExclusiveKey]
-	if domainOf(&j) == "" || j.DeletionTimestamp != nil || ptr.Deref(j.Spec.Suspend, false) || api.JobOutcome(&j) != "" {
+	if len(domainsOf(&j)) == 0 || j.DeletionTimestamp != nil || ptr.Deref(j.Spec.Suspend, false) || api.JobOutcome(&j) != "" {
 		return reconcile.Result{}, nil
 	}
+	sel, hosts, where := sliceOf(&j)
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{key: domain}); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return reconcile.Result{}, err
 	}
+	if hosts == 0 {
+		hosts = expectedHosts(nodes.Items, &j)
+	}
 	now := r.Now()
-	cause := gke.SliceProblem(nodes.Items, expectedHosts(nodes.Items, &j), r.Grace, now)
+	cause := gke.SliceProblem(nodes.Items, hosts, r.Grace, now)
 	if cause == "" {
 		return reconcile.Result{RequeueAfter: gke.GraceLeft(nodes.Items, r.Grace, now)}, nil
 	}
-	msg := fmt.Sprintf("slice %s on %s=%s is unhealthy: %s", j.Name, key, domain, cause)
+	msg := fmt.Sprintf("slice %s on %s is unhealthy: %s", j.Name, where, cause)
 	// The event first: it is stamped with the time the fault was seen,
 	// before the restart it causes (a JobSet's timeline reads in order).
 	if r.Recorder != nil {

@@ -98,7 +98,7 @@ func CubeDims(t tpu.Topology) (Pos, error) {
 	var d Pos
 	for i, n := range t {
 		if n%tpu.CubeDim != 0 {
-			return Pos{}, fmt.Errorf("topology %s: each dimension must be a multiple of %d to be stitched from 4x4x4 cubes", t, tpu.CubeDim)
+			return Pos{}, fmt.Errorf("topology %s: each dimension must be a multiple of %d to be stitched from 4x4x4 cubes (sub-slices are admitted but not formed by Multislice yet: docs/dynamic-slicing.md)", t, tpu.CubeDim)
 		}
 		d[i] = n / tpu.CubeDim
 	}

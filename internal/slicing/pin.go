@@ -80,3 +80,22 @@ func Name(job string, uid types.UID) string {
 	}
 	return base + suffix
 }
+
+// PinnedPartitions are the partitions Pin put j on (nil if none).
+func PinnedPartitions(j *batchv1.Job) []string {
+	if PinnedSlice(j) == "" {
+		return nil
+	}
+	pod := j.Spec.Template.Spec
+	if pod.Affinity == nil || pod.Affinity.NodeAffinity == nil || pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	for _, t := range pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == gke.PartitionCubeLabel && e.Operator == corev1.NodeSelectorOpIn {
+				return e.Values
+			}
+		}
+	}
+	return nil
+}

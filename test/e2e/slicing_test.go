@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/slicing"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// TestDynamicSlicing: on examples/fleet-dynamic.yaml (one block of six
+// 4x4x4 sub-blocks laid out 1x2x3), xpk's super-slicing JobSet (two 4x4x8
+// slices, the accelerator alone selected), rendered by `workload create
+// --super-slicing` and applied with kubectl, reaches 64/64 pods Running on
+// two Ready Slices of two adjacent cubes each, with the stitched slice's
+// TPU environment. A host of one slice fails: that Slice fails, the
+// JobSet restarts, and the Slice is formed again from healthy cubes.
+func TestDynamicSlicing(t *testing.T) {
+	framework.RequireE2E(t)
+	kubectl := requireKubectl(t)
+	root, _ := filepath.Abs("../..")
+	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-dynamic.yaml"))
+
+	rendered := c.MustRun("workload", "create", "dyn", "--super-slicing", "--tpu-type=tpu7x-4x4x8", "--num-slices=2", "--max-restarts=3",
+		"--command=python3 train.py", "--dry-run", "-o", "yaml")
+	file := filepath.Join(t.TempDir(), "dyn.yaml")
+	if err := os.WriteFile(file, []byte(rendered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kubectl(c, "apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply of the super-slicing JobSet: %v\n%s", err, out)
+	}
+	pods := dynamicRunning(t, c, "dyn", 0, 64)
+	formed := readySlices(t, c, "dyn", 2)
+	for _, s := range formed {
+		if s.Spec.Topology != "4x4x8" || len(s.Spec.PartitionIDs) != 2 || !adjacent(t, c, s.Spec.PartitionIDs) {
+			t.Errorf("slice %s: %s of %v, want 4x4x8 of two adjacent cubes", s.Name, s.Spec.Topology, s.Spec.PartitionIDs)
+		}
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range pods[0].Spec.Containers[0].Env {
+		env[e.Name] = e
+	}
+	if env["TPU_TOPOLOGY"].Value != "4x4x8" || strings.Count(env["TPU_WORKER_HOSTNAMES"].Value, ",") != 31 {
+		t.Errorf("a pod of a stitched slice has TPU_TOPOLOGY %q and %d worker hostnames, want 4x4x8 and 32",
+			env["TPU_TOPOLOGY"].Value, strings.Count(env["TPU_WORKER_HOSTNAMES"].Value, ",")+1)
+	}
+
+	// One host of slice 0 fails: its Slice fails with the reason, the
+	// JobSet restarts, and slice 0 is formed again without the failed cube.
+	failed := formed["dyn-slice-0"].Spec.PartitionIDs[0]
+	began := time.Now()
+	c.MustRun("chaos", "fail-host", "--nodepool", failed)
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		var s slicev1beta1.Slice
+		err := c.Objects.Get(ctx, client.ObjectKey{Name: formed["dyn-slice-0"].Name}, &s)
+		if err != nil {
+			return true, "" // already let go, to be formed again
+		}
+		cond := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition)
+		return cond != nil && cond.Reason == slicev1beta1.FailedReason && strings.Contains(cond.Message, failed), fmt.Sprintf("conditions %+v", s.Status.Conditions)
+	})
+	dynamicRunning(t, c, "dyn", 1, 64)
+	t.Logf("one host of a 4x4x8 slice failed: all 64 pods Running at attempt 1 after %.1fs", time.Since(began).Seconds())
+	again := readySlices(t, c, "dyn", 2)
+	if slices.Contains(again["dyn-slice-0"].Spec.PartitionIDs, failed) {
+		t.Errorf("slice 0 formed again on the failed cube %s: %v", failed, again["dyn-slice-0"].Spec.PartitionIDs)
+	}
+	if !slices.Equal(again["dyn-slice-1"].Spec.PartitionIDs, formed["dyn-slice-1"].Spec.PartitionIDs) {
+		t.Errorf("slice 1 moved from %v to %v, though its cubes are healthy", formed["dyn-slice-1"].Spec.PartitionIDs, again["dyn-slice-1"].Spec.PartitionIDs)
+	}
+
+	// Deleted, the JobSet lets its Slices go.
+	if out, err := kubectl(c, "delete", "jobset", "dyn", "--wait=true", "--timeout=60s"); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		var list slicev1beta1.SliceList
+		if err := c.Objects.List(ctx, &list); err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == 0, fmt.Sprintf("%d slices left", len(list.Items))
+	})
+}
+
+// dynamicRunning waits for n Running pods of the JobSet's attempt and
+// checks that each runs on a host of its Job's Slice.
+func dynamicRunning(t *testing.T, c *framework.Cluster, name string, attempt, n int) []corev1.Pod {
+	t.Helper()
+	var running []corev1.Pod
+	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
+			LabelSelector: fmt.Sprintf("%s=%s,%s=%d", api.JobSetNameKey, name, api.RestartsKey, attempt)})
+		if err != nil {
+			return false, err.Error()
+		}
+		running = running[:0]
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running = append(running, p)
+			}
+		}
+		js := getJobSet(t, c, name)
+		return len(running) == n, fmt.Sprintf("%d of %d pods Running at attempt %d; conditions %+v", len(running), n, attempt, js.Status.Conditions)
+	})
+	nodes, err := c.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cubeOf := map[string]string{}
+	for _, nd := range nodes.Items {
+		cubeOf[nd.Name] = nd.Labels[gke.PartitionCubeLabel]
+	}
+	for _, p := range running {
+		j, err := c.Client.BatchV1().Jobs("default").Get(context.Background(), p.Labels["job-name"], metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parts := slicing.PinnedPartitions(j); !slices.Contains(parts, cubeOf[p.Spec.NodeName]) {
+			t.Errorf("pod %s runs on %s (cube %q), outside its Slice's partitions %v", p.Name, p.Spec.NodeName, cubeOf[p.Spec.NodeName], parts)
+		}
+	}
+	return running
+}
+
+// readySlices waits for n Ready Slices of the JobSet, by Job name.
+func readySlices(t *testing.T, c *framework.Cluster, name string, n int) map[string]slicev1beta1.Slice {
+	t.Helper()
+	out := map[string]slicev1beta1.Slice{}
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		var list slicev1beta1.SliceList
+		if err := c.Objects.List(ctx, &list, client.MatchingLabels{slicev1beta1.JobSetNameLabel: name}); err != nil {
+			return false, err.Error()
+		}
+		clear(out)
+		for _, s := range list.Items {
+			if meta.IsStatusConditionTrue(s.Status.Conditions, slicev1beta1.ReadyCondition) {
+				out[s.Labels[slicev1beta1.JobNameLabel]] = s
+			}
+		}
+		return len(out) == n, fmt.Sprintf("%d of %d slices Ready (%d in all)", len(out), n, len(list.Items))
+	})
+	return out
+}
+
+// adjacent: the cubes' positions differ by one along one axis.
+func adjacent(t *testing.T, c *framework.Cluster, cubes []string) bool {
+	t.Helper()
+	var pos []slicing.Pos
+	for _, id := range cubes {
+		nodes, err := c.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: gke.PartitionCubeLabel + "=" + id, Limit: 1})
+		if err != nil || len(nodes.Items) == 0 {
+			t.Fatalf("nodes of cube %s: %v", id, err)
+		}
+		p, err := slicing.ParsePos(nodes.Items[0].Labels[slicev1beta1.PartitionPositionLabel])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos = append(pos, p)
+	}
+	d := 0
+	for a := range 3 {
+		d += max(pos[0][a]-pos[1][a], pos[1][a]-pos[0][a])
+	}
+	return d == 1
+}
