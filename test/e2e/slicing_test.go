@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -34,6 +35,9 @@ func TestDynamicSlicing(t *testing.T) {
 	kubectl := requireKubectl(t)
 	root, _ := filepath.Abs("../..")
 	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-dynamic.yaml"))
+	if out := c.MustRun("status"); !regexp.MustCompile(`block-1\s+6\s+6\s`).MatchString(out) {
+		t.Errorf("status shows no block of six healthy sub-blocks:\n%s", out)
+	}
 
 	rendered := c.MustRun("workload", "create", "dyn", "--super-slicing", "--tpu-type=tpu7x-4x4x8", "--num-slices=2", "--max-restarts=3",
 		"--command=python3 train.py", "--dry-run", "-o", "yaml")

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 )
 
@@ -46,8 +48,12 @@ func Groups(groups []cloud.GroupStatus) []Group {
 
 // Pool is one node pool as the CLI prints it.
 type Pool struct {
-	Name        string `json:"name"`
-	Group       string `json:"group,omitempty"`
+	Name  string `json:"name"`
+	Group string `json:"group,omitempty"`
+	// Block and Position place a tpu7x sub-block (dynamic slicing) in its
+	// block's grid of cubes.
+	Block       string `json:"block,omitempty"`
+	Position    string `json:"position,omitempty"`
 	MachineType string `json:"machineType"`
 	Accelerator string `json:"accelerator,omitempty"`
 	Topology    string `json:"topology,omitempty"`
@@ -65,7 +71,7 @@ func Pools(pools []cloud.PoolStatus, group string) []Pool {
 	out := make([]Pool, 0, len(pools))
 	for _, p := range pools {
 		v := Pool{Name: p.Name, Group: p.Labels[group], MachineType: p.MachineType, Nodes: p.Nodes, Present: p.Present, Ready: p.Ready,
-			Healthy: p.Healthy(), Problem: p.Problem}
+			Healthy: p.Healthy(), Problem: p.Problem, Block: p.Labels[gke.TopologyBlockLabel], Position: p.Labels[slicev1beta1.PartitionPositionLabel]}
 		if p.Shape != nil {
 			v.Accelerator, v.Topology, v.TPUType = p.Accelerator, p.Shape.Topology.String(), p.Shape.AcceleratorType()
 		}
@@ -79,7 +85,7 @@ func PrintPools(f *cli.Factory, pools []Pool, out cli.Output) error {
 	return cli.Print(f.Out, out, pools, func(wide bool) string {
 		h := "NODEPOOL\tMACHINE TYPE\tACCELERATOR\tTOPOLOGY\tTPU TYPE\tNODES\tREADY\tHEALTH"
 		if wide {
-			h += "\tGROUP\tPRESENT"
+			h += "\tGROUP\tPRESENT\tBLOCK\tPOSITION"
 		}
 		return h
 	}, func(p Pool, wide bool) string {
@@ -89,7 +95,7 @@ func PrintPools(f *cli.Factory, pools []Pool, out cli.Output) error {
 		}
 		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s", p.Name, p.MachineType, cli.OrDash(p.Accelerator), cli.OrDash(p.Topology), cli.OrDash(p.TPUType), p.Nodes, p.Ready, health)
 		if wide {
-			row += fmt.Sprintf("\t%s\t%d", cli.OrDash(p.Group), p.Present)
+			row += fmt.Sprintf("\t%s\t%d\t%s\t%s", cli.OrDash(p.Group), p.Present, cli.OrDash(p.Block), cli.OrDash(p.Position))
 		}
 		return row
 	})
@@ -105,6 +111,49 @@ func PrintGroups(f *cli.Factory, groups []cloud.GroupStatus) {
 	fmt.Fprintln(w, "GROUP\tSIZE\tPOOLS\tHEALTHY SLICES\tCOMPLETE")
 	for _, g := range groups {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%t\n", g.Name, g.Size, len(g.Pools), g.HealthySlice, g.Complete())
+	}
+	w.Flush()
+}
+
+// Block is one tpu7x block of sub-blocks (dynamic slicing) as the CLI
+// prints it: its cubes, and how many are healthy.
+type Block struct {
+	Name    string   `json:"name"`
+	Cubes   []string `json:"cubes"`
+	Healthy int      `json:"healthy"`
+}
+
+// Blocks gathers the pools that are sub-blocks into their blocks.
+func Blocks(pools []Pool) []Block {
+	var out []Block
+	at := map[string]int{}
+	for _, p := range pools {
+		if p.Block == "" {
+			continue
+		}
+		i, ok := at[p.Block]
+		if !ok {
+			i = len(out)
+			at[p.Block] = i
+			out = append(out, Block{Name: p.Block})
+		}
+		out[i].Cubes = append(out[i].Cubes, p.Name)
+		if p.Healthy {
+			out[i].Healthy++
+		}
+	}
+	return out
+}
+
+// PrintBlocks prints one line per block; nothing when the fleet has none.
+func PrintBlocks(f *cli.Factory, blocks []Block) {
+	if len(blocks) == 0 {
+		return
+	}
+	w := tabwriter.NewWriter(f.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "BLOCK\tSUB-BLOCKS\tHEALTHY\tSLICES")
+	for _, b := range blocks {
+		fmt.Fprintf(w, "%s\t%d\t%d\tformed when scheduled (kubectl get slices)\n", b.Name, len(b.Cubes), b.Healthy)
 	}
 	w.Flush()
 }

@@ -88,6 +88,8 @@ type Cluster struct {
 	Components []localcluster.ComponentStatus `json:"components"`
 	Pools      []localfleet.Pool              `json:"pools"`
 	Groups     []localfleet.Group             `json:"groups"`
+	// Blocks are the fleet's tpu7x blocks of sub-blocks (dynamic slicing).
+	Blocks []localfleet.Block `json:"blocks,omitempty"`
 	// RealHosts and Machine are the fleet's real hosts; empty without.
 	RealHosts []RealHost                  `json:"realHosts,omitempty"`
 	Machine   *localcluster.RealHostsInfo `json:"realHostsMachine,omitempty"`
@@ -152,8 +154,8 @@ func clusterRun(ctx context.Context, o *Options) error {
 	}
 	jobSets, listErr := listJobSets(ctx, o)
 	if structured {
-		return cli.PrintObject(f.Out, out, Cluster{Components: comps, Pools: printable, Groups: localfleet.Groups(groups), RealHosts: real, Machine: machine,
-			JobSets: jobSets})
+		return cli.PrintObject(f.Out, out, Cluster{Components: comps, Pools: printable, Groups: localfleet.Groups(groups),
+			Blocks: localfleet.Blocks(printable), RealHosts: real, Machine: machine, JobSets: jobSets})
 	}
 	fmt.Fprintln(f.Out)
 	if err := localfleet.PrintPools(f, printable, out); err != nil {
@@ -161,6 +163,10 @@ func clusterRun(ctx context.Context, o *Options) error {
 	}
 	fmt.Fprintln(f.Out)
 	localfleet.PrintGroups(f, groups)
+	if blocks := localfleet.Blocks(printable); len(blocks) > 0 {
+		fmt.Fprintln(f.Out)
+		localfleet.PrintBlocks(f, blocks)
+	}
 	if machine != nil {
 		fmt.Fprintln(f.Out)
 		printRealHosts(f, real, machine)
