@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -108,8 +107,7 @@ func domainsOf(j *batchv1.Job) []string {
 // whole (0: as its nodes' labels say) and how a message names the slice.
 func sliceOf(j *batchv1.Job) (sel labels.Selector, hosts int, where string) {
 	if parts := slicing.PinnedPartitions(j); len(parts) > 0 {
-		req, _ := labels.NewRequirement(gke.PartitionCubeLabel, selection.In, parts)
-		return labels.NewSelector().Add(*req), int(ptr.Deref(j.Spec.Parallelism, 1)),
+		return slicing.PinnedSelector(j), int(ptr.Deref(j.Spec.Parallelism, 1)),
 			fmt.Sprintf("Slice %s (partitions %s)", slicing.PinnedSlice(j), strings.Join(parts, ", "))
 	}
 	domain, key := api.PinnedDomain(j), j.Annotations[api.ExclusiveKey]

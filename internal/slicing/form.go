@@ -48,10 +48,15 @@ type Cube struct {
 	ID    string // its partition id (the node label's value)
 	Block string
 	Pos   Pos
-	// Free: every host fit for work, and no Slice and no other workload's
-	// TPU pod holds it.
+	// Free: every host fit for work, no Slice holds the whole of it, and
+	// no other workload's TPU pod runs on it.
 	Free bool
+	// Quarters are the quarters of it sub-slices hold (bit q: quarter q).
+	Quarters uint8
 }
+
+// whole: free for a super-slice (no part of it held).
+func (c *Cube) whole() bool { return c.Free && c.Quarters == 0 }
 
 // Want is one slice to form: a name (its Job) and its chip topology.
 type Want struct {
@@ -60,10 +65,12 @@ type Want struct {
 }
 
 // Result is Form's answer: by Want name, its cubes in position order
-// (z, then y, then x); nil with Why when the wants do not all fit.
+// (z, then y, then x), and for a sub-slice the quarters of its one cube;
+// nil with Why when the wants do not all fit.
 type Result struct {
-	Cubes map[string][]string
-	Why   string
+	Cubes    map[string][]string
+	Quarters map[string]uint8
+	Why      string
 }
 
 // Form places every want at once or none. Larger slices go first; each
@@ -76,7 +83,17 @@ func Form(wants []Want, cubes []Cube) Result {
 	order := slices.Clone(wants)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].Topology.Chips() > order[j].Topology.Chips() })
 	out := make(map[string][]string, len(wants))
+	quarters := map[string]uint8{}
 	for _, w := range order {
+		if n := SubQuarters(w.Topology); n > 0 {
+			c, mask, ok := bestPart(blocks, n)
+			if !ok {
+				return Result{Why: whyNoPart(w, n, blocks, len(wants))}
+			}
+			c.Quarters |= mask
+			out[w.Name], quarters[w.Name] = []string{c.ID}, mask
+			continue
+		}
 		dims, err := CubeDims(w.Topology)
 		if err != nil {
 			return Result{Why: fmt.Sprintf("slice %s: %v", w.Name, err)}
@@ -87,7 +104,7 @@ func Form(wants []Want, cubes []Cube) Result {
 		}
 		out[w.Name] = best.take()
 	}
-	return Result{Cubes: out}
+	return Result{Cubes: out, Quarters: quarters}
 }
 
 // CubeDims is a super-slice's shape in cubes (each chip dimension / 4).
@@ -98,7 +115,7 @@ func CubeDims(t tpu.Topology) (Pos, error) {
 	var d Pos
 	for i, n := range t {
 		if n%tpu.CubeDim != 0 {
-			return Pos{}, fmt.Errorf("topology %s: each dimension must be a multiple of %d to be stitched from 4x4x4 cubes (sub-slices are admitted but not formed by Multislice yet: docs/dynamic-slicing.md)", t, tpu.CubeDim)
+			return Pos{}, fmt.Errorf("topology %s: each dimension must be a multiple of %d to be stitched from 4x4x4 cubes", t, tpu.CubeDim)
 		}
 		d[i] = n / tpu.CubeDim
 	}
@@ -136,7 +153,7 @@ func gridsOf(cubes []Cube) []*grid {
 
 func (g *grid) free(p Pos) bool {
 	c := g.cubes[p]
-	return c != nil && c.Free
+	return c != nil && c.whole()
 }
 
 // box is a candidate: a block, an origin and a size in cubes.

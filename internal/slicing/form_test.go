@@ -60,7 +60,7 @@ func TestForm(t *testing.T) {
 		{"too large for any block", []Want{{"a", topo("8x8x8")}}, block("b", six), nil, "no block is that large in any orientation"},
 		{"no sub-block nodes", []Want{{"a", topo("4x4x4")}}, nil, nil, "provision tpu7x sub-blocks"},
 		{"a slice stays in one block", []Want{{"a", topo("4x4x8")}}, append(block("b1", Pos{1, 1, 1}), block("b2", Pos{1, 1, 1})...), nil, "no block is that large"},
-		{"not whole cubes", []Want{{"a", topo("2x4x4")}}, block("b", six), nil, "multiple of 4"},
+		{"not whole cubes", []Want{{"a", topo("4x4x6")}}, block("b", six), nil, "multiple of 4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Form(tc.wants, tc.cubes)
@@ -99,5 +99,31 @@ func TestParsePos(t *testing.T) {
 		if _, err := ParsePos(bad); err == nil {
 			t.Errorf("ParsePos(%q): no error", bad)
 		}
+	}
+}
+
+// TestFormSubSlices: sub-slices cut one cube (a quarter per 2x2x4, a half
+// per 2x4x4), never a host twice, and leave whole cubes whole.
+func TestFormSubSlices(t *testing.T) {
+	cubes := block("b", Pos{1, 1, 2})
+	r := Form([]Want{{"q1", topo("2x2x4")}, {"h", topo("2x4x4")}, {"q2", topo("4x2x2")}}, cubes)
+	if r.Cubes == nil {
+		t.Fatal(r.Why)
+	}
+	for _, name := range []string{"q1", "h", "q2"} {
+		if got := r.Cubes[name]; len(got) != 1 || got[0] != "b-000" {
+			t.Errorf("%s on %v, want the one cube b-000 (b-001 stays whole)", name, got)
+		}
+	}
+	if all := r.Quarters["q1"] | r.Quarters["h"] | r.Quarters["q2"]; all != 0b1111 || r.Quarters["q1"]&r.Quarters["h"] != 0 || r.Quarters["q1"]&r.Quarters["q2"] != 0 {
+		t.Errorf("quarters %v overlap or do not fill the cube", r.Quarters)
+	}
+	if hosts := QuarterHosts(r.Quarters["h"]); len(hosts) != 8 {
+		t.Errorf("a 2x4x4 sub-slice has %d hosts (%v), want 8", len(hosts), hosts)
+	}
+	cubes[0].Quarters = 0b1111
+	cubes[1].Free = false
+	if r := Form([]Want{{"q", topo("2x2x4")}}, cubes); r.Cubes != nil || !strings.Contains(r.Why, "needs 1 free quarter(s)") {
+		t.Errorf("a full block gave %v (%s)", r.Cubes, r.Why)
 	}
 }

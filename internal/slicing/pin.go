@@ -8,6 +8,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 
 	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
@@ -18,11 +20,16 @@ import (
 // SliceAnnotation names, on a child Job, the Slice it is pinned to.
 const SliceAnnotation = "multislice.dev/slice"
 
-// Pin places Job j on the hosts of Slice name, formed from partitions: a
-// required node affinity on the partition label (ANDed into every term the
-// template has), and SliceAnnotation. The one place a slice pin is written.
-func Pin(j *batchv1.Job, name string, partitions []string) {
-	req := corev1.NodeSelectorRequirement{Key: gke.PartitionCubeLabel, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(partitions)}
+// Pin places Job j on the hosts of Slice name, formed from partitions
+// (and, for a sub-slice, the hosts at the positions given): a required
+// node affinity on the partition label and the host positions (ANDed
+// into every term the template has), and SliceAnnotation. The one place a
+// slice pin is written.
+func Pin(j *batchv1.Job, name string, partitions, hosts []string) {
+	reqs := []corev1.NodeSelectorRequirement{{Key: gke.PartitionCubeLabel, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(partitions)}}
+	if len(hosts) > 0 {
+		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: slicev1beta1.HostPositionLabel, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(hosts)})
+	}
 	pod := &j.Spec.Template.Spec
 	if pod.Affinity == nil {
 		pod.Affinity = &corev1.Affinity{}
@@ -39,16 +46,39 @@ func Pin(j *batchv1.Job, name string, partitions []string) {
 		terms = []corev1.NodeSelectorTerm{{}}
 	}
 	for i := range terms {
-		exprs := slices.DeleteFunc(slices.Clone(terms[i].MatchExpressions), func(e corev1.NodeSelectorRequirement) bool {
-			return e.Key == gke.PartitionCubeLabel // a pin of an earlier attempt
-		})
-		terms[i].MatchExpressions = append(exprs, req)
+		exprs := slices.DeleteFunc(slices.Clone(terms[i].MatchExpressions), pinned)
+		terms[i].MatchExpressions = append(exprs, reqs...)
 	}
 	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
 	if j.Annotations == nil {
 		j.Annotations = map[string]string{}
 	}
 	j.Annotations[SliceAnnotation] = name
+}
+
+// pinned: a requirement Pin writes (a pin of an earlier attempt).
+func pinned(e corev1.NodeSelectorRequirement) bool {
+	return e.Key == gke.PartitionCubeLabel || e.Key == slicev1beta1.HostPositionLabel
+}
+
+// PinnedSelector selects the hosts Pin put j on (nil if none).
+func PinnedSelector(j *batchv1.Job) labels.Selector {
+	if PinnedSlice(j) == "" || j.Spec.Template.Spec.Affinity == nil || j.Spec.Template.Spec.Affinity.NodeAffinity == nil ||
+		j.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	sel := labels.NewSelector()
+	for _, t := range j.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if pinned(e) && e.Operator == corev1.NodeSelectorOpIn {
+				if r, err := labels.NewRequirement(e.Key, selection.In, e.Values); err == nil {
+					sel = sel.Add(*r)
+				}
+			}
+		}
+		return sel // every term carries the same pin
+	}
+	return nil
 }
 
 // PinnedSlice is the Slice j is pinned to, "" if none.

@@ -29,7 +29,8 @@ import (
 // --super-slicing` and applied with kubectl, reaches 64/64 pods Running on
 // two Ready Slices of two adjacent cubes each, with the stitched slice's
 // TPU environment. A host of one slice fails: that Slice fails, the
-// JobSet restarts, and the Slice is formed again from healthy cubes.
+// JobSet restarts, and the Slice is formed again from healthy cubes. A
+// sub-slicing JobSet (2 x 2x2x4) then shares the block, never a host.
 func TestDynamicSlicing(t *testing.T) {
 	framework.RequireE2E(t)
 	kubectl := requireKubectl(t)
@@ -88,8 +89,32 @@ func TestDynamicSlicing(t *testing.T) {
 		t.Errorf("slice 1 moved from %v to %v, though its cubes are healthy", formed["dyn-slice-1"].Spec.PartitionIDs, again["dyn-slice-1"].Spec.PartitionIDs)
 	}
 
-	// Deleted, the JobSet lets its Slices go.
-	if out, err := kubectl(c, "delete", "jobset", "dyn", "--wait=true", "--timeout=60s"); err != nil {
+	// A sub-slicing JobSet (two 2x2x4 sub-slices: four hosts of one cube
+	// each) shares the block with it and never a host.
+	rendered = c.MustRun("workload", "create", "small", "--sub-slicing", "--tpu-type=tpu7x-2x2x4", "--num-slices=2",
+		"--command=python3 train.py", "--dry-run", "-o", "yaml")
+	if err := os.WriteFile(file, []byte(rendered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kubectl(c, "apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply of the sub-slicing JobSet: %v\n%s", err, out)
+	}
+	small := dynamicRunning(t, c, "small", 0, 8)
+	subs := readySlices(t, c, "small", 2)
+	if a, b := subs["small-slice-0"], subs["small-slice-1"]; a.Spec.Topology != "2x2x4" || a.Annotations[slicev1beta1.QuartersAnnotation] == b.Annotations[slicev1beta1.QuartersAnnotation] {
+		t.Errorf("sub-slices %s (%v, quarters %s) and %s (%v, quarters %s)", a.Name, a.Spec.PartitionIDs, a.Annotations[slicev1beta1.QuartersAnnotation],
+			b.Name, b.Spec.PartitionIDs, b.Annotations[slicev1beta1.QuartersAnnotation])
+	}
+	hosts := map[string]string{}
+	for _, p := range append(dynamicRunning(t, c, "dyn", 1, 64), small...) {
+		if other, taken := hosts[p.Spec.NodeName]; taken {
+			t.Errorf("host %s runs %s and %s", p.Spec.NodeName, other, p.Name)
+		}
+		hosts[p.Spec.NodeName] = p.Name
+	}
+
+	// Deleted, the JobSets let their Slices go.
+	if out, err := kubectl(c, "delete", "jobset", "dyn", "small", "--wait=true", "--timeout=60s"); err != nil {
 		t.Fatalf("delete: %v\n%s", err, out)
 	}
 	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {

@@ -35,3 +35,14 @@ const (
 // axis), from which adjacency follows: GKE's slice controller knows the
 // physical layout; a simulated fleet says it.
 const PartitionPositionLabel = "multislice.dev/partition-position"
+
+// HostPositionLabel is the node label (ours) giving a host's position in
+// its sub-block's 2x2x4 grid of hosts, "x.y.z": a sub-slice is a box of
+// them.
+const HostPositionLabel = "multislice.dev/host-position"
+
+// QuartersAnnotation (ours) names, on a sub-slice's Slice, the quarters
+// of its one partition it holds ("0", "1,3"): quarter q is the column of
+// hosts at x = q mod 2, y = q / 2. Two sub-slices of a partition hold
+// different quarters.
+const QuartersAnnotation = "slice.multislice.dev/quarters"

@@ -19,11 +19,13 @@ import (
 	"github.com/multislice/multislice/internal/slicing"
 )
 
-// reservation is the cubes of a Slice a decision formed, until the cache
-// shows the Slice (or, its creation failed, reservationTTL after).
+// reservation is the cubes of a Slice a decision formed (a sub-slice's
+// quarters of its cube), until the cache shows the Slice (or, its
+// creation failed, reservationTTL after).
 type reservation struct {
-	cubes []string
-	at    time.Time
+	cubes    []string
+	quarters uint8
+	at       time.Time
 }
 
 const reservationTTL = time.Minute
@@ -51,7 +53,7 @@ func (r *Reconciler) observeSlices(ctx context.Context, js *api.JobSet) (*policy
 	so := &policy.SliceObservation{Mine: make(map[string]policy.SliceFact, len(list.Items))}
 	for i := range list.Items {
 		s := &list.Items[i]
-		fact := policy.SliceFact{Name: s.Name, Partitions: s.Spec.PartitionIDs}
+		fact := policy.SliceFact{Name: s.Name, Partitions: s.Spec.PartitionIDs, Quarters: slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation])}
 		if c := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition); c != nil && s.DeletionTimestamp == nil {
 			fact.Ready = c.Status == metav1.ConditionTrue
 			fact.Failed = c.Status == metav1.ConditionFalse && c.Reason == slicev1beta1.FailedReason
@@ -75,12 +77,19 @@ func (r *Reconciler) observeCubes(ctx context.Context, js *api.JobSet) ([]slicin
 	if err := r.Client.List(ctx, &all); err != nil {
 		return nil, fmt.Errorf("list slices: %w", err)
 	}
-	used := map[string]bool{}
+	used, quarters := map[string]bool{}, map[string]uint8{}
+	take := func(cubes []string, q uint8) {
+		for _, id := range cubes {
+			if q == 0 || len(cubes) > 1 {
+				used[id] = true
+			} else {
+				quarters[id] |= q
+			}
+		}
+	}
 	for _, s := range all.Items {
 		delete(r.reserved, s.Name)
-		for _, id := range s.Spec.PartitionIDs {
-			used[id] = true
-		}
+		take(s.Spec.PartitionIDs, slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation]))
 	}
 	now := r.Clock.Now()
 	for name, res := range r.reserved {
@@ -88,9 +97,7 @@ func (r *Reconciler) observeCubes(ctx context.Context, js *api.JobSet) ([]slicin
 			delete(r.reserved, name)
 			continue
 		}
-		for _, id := range res.cubes {
-			used[id] = true
-		}
+		take(res.cubes, res.quarters)
 	}
 	me := js.Namespace + "/" + js.Name
 	snap, _ := r.Domains.Snapshot(gke.PartitionCubeLabel, me, js.UID)
@@ -101,8 +108,10 @@ func (r *Reconciler) observeCubes(ctx context.Context, js *api.JobSet) ([]slicin
 		if err != nil {
 			continue // no known place in its block: it cannot be stitched
 		}
-		free := d.Healthy() && !used[d.Value] && (d.Holder == "" || d.Holder == me)
-		cubes = append(cubes, slicing.Cube{ID: d.Value, Block: labels[gke.TopologyBlockLabel], Pos: pos, Free: free})
+		// A cube cut into sub-slices has their pods on it: its other
+		// quarters are still free.
+		free := d.Healthy() && !used[d.Value] && (d.Holder == "" || d.Holder == me || quarters[d.Value] != 0)
+		cubes = append(cubes, slicing.Cube{ID: d.Value, Block: labels[gke.TopologyBlockLabel], Pos: pos, Free: free, Quarters: quarters[d.Value]})
 	}
 	return cubes, nil
 }
@@ -115,7 +124,7 @@ func (r *Reconciler) reserve(p *policy.Plan) {
 		r.reserved = map[string]reservation{}
 	}
 	for _, s := range p.CreateSlices {
-		r.reserved[s.Name] = reservation{cubes: s.Spec.PartitionIDs, at: r.Clock.Now()}
+		r.reserved[s.Name] = reservation{cubes: s.Spec.PartitionIDs, quarters: slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation]), at: r.Clock.Now()}
 	}
 }
 

@@ -7,6 +7,8 @@ package slice
 
 import (
 	"fmt"
+	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,27 +36,66 @@ func Readiness(s *slicev1beta1.Slice, hosts map[string][]corev1.Node, earlier []
 		sort.Strings(earlier)
 		return failed(fmt.Sprintf("a partition of it is already in Slice %s: a partition belongs to one Slice at a time", strings.Join(earlier, ", ")))
 	}
+	want := cubeHosts
+	if q := quarters(s); q != 0 {
+		want = bits.OnesCount8(q) * cubeHosts / 4
+	}
 	for _, id := range s.Spec.PartitionIDs {
-		if why := partitionProblem(id, hosts[id]); why != "" {
+		if why := partitionProblem(id, hosts[id], want); why != "" {
 			return failed(why)
 		}
 	}
 	return metav1.Condition{Type: slicev1beta1.ReadyCondition, Status: metav1.ConditionTrue, Reason: slicev1beta1.ReadyReason,
-		Message: fmt.Sprintf("%d partitions, %d hosts, every one fit for work", len(s.Spec.PartitionIDs), cubeHosts*len(s.Spec.PartitionIDs))}
+		Message: fmt.Sprintf("%d partitions, %d hosts, every one fit for work", len(s.Spec.PartitionIDs), want*len(s.Spec.PartitionIDs))}
+}
+
+// quarters are a sub-slice's quarters of its partition (0: a super-slice).
+func quarters(s *slicev1beta1.Slice) uint8 {
+	return slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation])
+}
+
+// Overlap: two Slices of one partition share hosts unless both are
+// sub-slices of different quarters.
+func Overlap(a, b *slicev1beta1.Slice) bool {
+	qa, qb := quarters(a), quarters(b)
+	return qa == 0 || qb == 0 || qa&qb != 0
+}
+
+// HostsOf selects, of a partition's nodes, the Slice's own: all of them,
+// or a sub-slice's quarters.
+func HostsOf(s *slicev1beta1.Slice, nodes []corev1.Node) []corev1.Node {
+	q := quarters(s)
+	if q == 0 {
+		return nodes
+	}
+	mine := slicing.QuarterHosts(q)
+	var out []corev1.Node
+	for _, n := range nodes {
+		if slices.Contains(mine, n.Labels[slicev1beta1.HostPositionLabel]) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // cubeHosts are a 4x4x4 sub-block's hosts (4 chips each).
 const cubeHosts = tpu.CubeChips / tpu.MultiHostChipsPerHost
 
 // shapeProblem: a super-slice needs one partition per 64 chips of its
-// topology, and its topology must form from cubes.
+// topology, and its topology must form from cubes; a sub-slice one
+// partition and quarters of it that make its topology.
 func shapeProblem(s *slicev1beta1.Slice) string {
-	shape, _, err := tpu.DynamicSlice(s.Spec.Topology)
+	shape, sub, err := tpu.DynamicSlice(s.Spec.Topology)
 	if err != nil {
 		return err.Error()
 	}
-	if _, err := slicing.CubeDims(shape.Topology); err != nil {
-		return fmt.Sprintf("%v (sub-slices are not formed as Slices here)", err)
+	if sub {
+		n := slicing.SubQuarters(shape.Topology)
+		if q := quarters(s); len(s.Spec.PartitionIDs) != 1 || bits.OnesCount8(q) != n {
+			return fmt.Sprintf("sub-slice %s: one partition and %d of its quarters in annotation %s (got %d partitions, quarters %q)",
+				s.Spec.Topology, n, slicev1beta1.QuartersAnnotation, len(s.Spec.PartitionIDs), s.Annotations[slicev1beta1.QuartersAnnotation])
+		}
+		return ""
 	}
 	if want := shape.Chips() / tpu.CubeChips; len(s.Spec.PartitionIDs) != want {
 		return fmt.Sprintf("topology %s needs %d partitions, spec.partitionIds has %d", s.Spec.Topology, want, len(s.Spec.PartitionIDs))
@@ -64,11 +105,11 @@ func shapeProblem(s *slicev1beta1.Slice) string {
 
 // partitionProblem names what keeps a partition's hosts from work: a
 // host missing (the partition unknown, or short of hosts) or unfit.
-func partitionProblem(id string, nodes []corev1.Node) string {
+func partitionProblem(id string, nodes []corev1.Node, want int) string {
 	if len(nodes) == 0 {
 		return fmt.Sprintf("partition %s: no node has %s=%s", id, gke.PartitionCubeLabel, id)
 	}
-	if why := gke.MissingHosts(len(nodes), cubeHosts); why != "" {
+	if why := gke.MissingHosts(len(nodes), want); why != "" {
 		return fmt.Sprintf("partition %s: %s", id, why)
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })

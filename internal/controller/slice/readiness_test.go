@@ -9,13 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
+	"github.com/multislice/multislice/internal/slicing"
 )
 
 // cube is a partition's 16 hosts, Ready; edit changes host i.
 func cube(id string, edit func(i int, n *corev1.Node)) []corev1.Node {
 	out := make([]corev1.Node, cubeHosts)
 	for i := range out {
-		out[i] = corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gke-%s-%d", id, i)},
+		out[i] = corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gke-%s-%d", id, i), Labels: map[string]string{slicev1beta1.HostPositionLabel: slicing.HostPos(i).String()}},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 		if edit != nil {
 			edit(i, &out[i])
@@ -29,6 +30,14 @@ func TestReadiness(t *testing.T) {
 		return &slicev1beta1.Slice{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: slicev1beta1.SliceSpec{Type: "tpu7x", Topology: topology, PartitionIDs: ids}}
 	}
 	healthy := map[string][]corev1.Node{"a": cube("a", nil), "b": cube("b", nil)}
+	sub := func(topology, quarters string, ids ...string) *slicev1beta1.Slice {
+		s := slice(topology, ids...)
+		s.Annotations = map[string]string{slicev1beta1.QuartersAnnotation: quarters}
+		return s
+	}
+	hostsOf := func(s *slicev1beta1.Slice, all map[string][]corev1.Node) map[string][]corev1.Node {
+		return map[string][]corev1.Node{"a": HostsOf(s, all["a"])}
+	}
 	for _, tc := range []struct {
 		name    string
 		s       *slicev1beta1.Slice
@@ -48,6 +57,9 @@ func TestReadiness(t *testing.T) {
 			}
 		})}, nil, false, "partition b: host gke-b-3 is NotReady"},
 		{"an older Slice has the partition", slice("4x4x4", "a"), healthy, []string{"older"}, false, "already in Slice older"},
+		{"a sub-slice of one quarter", sub("2x2x4", "1", "a"), hostsOf(sub("2x2x4", "1", "a"), healthy), nil, true, "1 partitions, 4 hosts"},
+		{"a sub-slice of a half", sub("2x4x4", "0,2", "a"), hostsOf(sub("2x4x4", "0,2", "a"), healthy), nil, true, "1 partitions, 8 hosts"},
+		{"a sub-slice without its quarters", sub("2x4x4", "", "a"), healthy, nil, false, "2 of its quarters in annotation"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Readiness(tc.s, tc.hosts, tc.earlier)
@@ -58,5 +70,23 @@ func TestReadiness(t *testing.T) {
 				t.Errorf("reason %s, want FAILED", c.Reason)
 			}
 		})
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	mk := func(q string) *slicev1beta1.Slice {
+		s := &slicev1beta1.Slice{}
+		if q != "" {
+			s.Annotations = map[string]string{slicev1beta1.QuartersAnnotation: q}
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{{"", "", true}, {"", "0", true}, {"0", "1", false}, {"0,2", "2", true}, {"0,2", "1,3", false}} {
+		if got := Overlap(mk(tc.a), mk(tc.b)); got != tc.want {
+			t.Errorf("Overlap(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

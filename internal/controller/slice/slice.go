@@ -96,13 +96,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.List(ctx, &nodes, client.MatchingFields{nodePartitionIndex: id}); err != nil {
 			return ctrl.Result{}, err
 		}
-		hosts[id] = nodes.Items
+		hosts[id] = HostsOf(&s, nodes.Items)
 		var sharing slicev1beta1.SliceList
 		if err := r.Client.List(ctx, &sharing, client.MatchingFields{partitionIndex: id}); err != nil {
 			return ctrl.Result{}, err
 		}
 		for i := range sharing.Items {
-			if o := &sharing.Items[i]; o.Name != s.Name && o.DeletionTimestamp == nil && before(o, &s) {
+			if o := &sharing.Items[i]; o.Name != s.Name && o.DeletionTimestamp == nil && before(o, &s) && Overlap(o, &s) {
 				earlier = append(earlier, o.Name)
 			}
 		}

@@ -41,7 +41,10 @@ type SliceObservation struct {
 type SliceFact struct {
 	Name       string
 	Partitions []string
-	Ready      bool
+	// Quarters are a sub-slice's quarters of its one partition (0: a
+	// super-slice, whole partitions).
+	Quarters uint8
+	Ready    bool
 	// Failed: Ready is False for good (reason FAILED): it is let go and
 	// formed again from healthy cubes.
 	Failed  bool
@@ -92,7 +95,7 @@ func slicesStage(d *decision) bool {
 			return false
 		}
 		for _, w := range wants {
-			p.CreateSlices = append(p.CreateSlices, newSlice(d.js, w, formed.Cubes[w.Name]))
+			p.CreateSlices = append(p.CreateSlices, newSlice(d.js, w, formed.Cubes[w.Name], formed.Quarters[w.Name]))
 		}
 		p.HoldDomains = map[string]map[string]string{} // off the queue: its Slices hold its cubes
 	}
@@ -104,7 +107,11 @@ func slicesStage(d *decision) bool {
 	var assigned []string
 	for _, j := range starting {
 		s := so.Mine[j.Name]
-		slicing.Pin(j, s.Name, s.Partitions)
+		var hosts []string
+		if s.Quarters != 0 {
+			hosts = slicing.QuarterHosts(s.Quarters)
+		}
+		slicing.Pin(j, s.Name, s.Partitions, hosts)
 		assigned = append(assigned, fmt.Sprintf("%s=%s (%s)", j.Name, s.Name, strings.Join(s.Partitions, "+")))
 	}
 	sort.Strings(assigned)
@@ -154,13 +161,14 @@ func sliceTopology(j *batchv1.Job) tpu.Topology {
 	return t
 }
 
-// newSlice is the Slice formed for want from cubes: named for its Job,
-// labelled with its JobSet (a cluster-scoped object has no namespaced
-// owner), formed again on failure.
-func newSlice(js *api.JobSet, w slicing.Want, cubes []string) *slicev1beta1.Slice {
+// newSlice is the Slice formed for want from cubes (a sub-slice: the
+// quarters of its one cube): named for its Job, labelled with its JobSet
+// (a cluster-scoped object has no namespaced owner), formed again on
+// failure.
+func newSlice(js *api.JobSet, w slicing.Want, cubes []string, quarters uint8) *slicev1beta1.Slice {
 	t := slices.Clone(w.Topology)
 	slices.Sort(t)
-	return &slicev1beta1.Slice{
+	s := &slicev1beta1.Slice{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: slicing.Name(w.Name, js.UID),
 			Labels: map[string]string{
@@ -171,6 +179,10 @@ func newSlice(js *api.JobSet, w slicing.Want, cubes []string) *slicev1beta1.Slic
 		},
 		Spec: slicev1beta1.SliceSpec{Type: slicev1beta1.TPU7x, Topology: t.String(), PartitionIDs: cubes},
 	}
+	if quarters != 0 {
+		s.Annotations[slicev1beta1.QuartersAnnotation] = slicing.FormatQuarters(quarters)
+	}
+	return s
 }
 
 // releaseSlices lets every Slice of a finished or suspended JobSet go.

@@ -107,3 +107,37 @@ func TestFinishedJobSetLetsItsSlicesGo(t *testing.T) {
 		t.Fatalf("delete slices %v, want [s0]", p.DeleteSlices)
 	}
 }
+
+// TestSubSlicesStage: two 2x2x4 sub-slices are cut from one cube, and
+// their Jobs are pinned to their quarters' hosts.
+func TestSubSlicesStage(t *testing.T) {
+	js := testobj.NewJobSet("ns", "small").ReplicatedJob("slice", 2, 4).
+		Edit(func(js *api.JobSet) {
+			js.UID = "u"
+			js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = map[string]string{gke.SliceTopologyAnnotation: "2x2x4"}
+		}).Obj()
+	p := Decide(Observed{JobSet: js, Now: time.Now(), Slices: &SliceObservation{Cubes: cubeRow(2)}})
+	if len(p.CreateSlices) != 2 {
+		t.Fatalf("formed %d slices, want 2 (%+v)", len(p.CreateSlices), p.Status.Conditions)
+	}
+	mine := map[string]SliceFact{}
+	quarters := map[string]bool{}
+	for _, s := range p.CreateSlices {
+		q := s.Annotations["slice.multislice.dev/quarters"]
+		if len(s.Spec.PartitionIDs) != 1 || s.Spec.PartitionIDs[0] != "c0" || q == "" || quarters[q] {
+			t.Errorf("slice %s: partitions %v, quarters %q (taken: %v)", s.Name, s.Spec.PartitionIDs, q, quarters)
+		}
+		quarters[q] = true
+		mine[s.Labels["slice.multislice.dev/job-name"]] = SliceFact{Name: s.Name, Partitions: s.Spec.PartitionIDs, Quarters: slicing.ParseQuarters(q), Ready: true}
+	}
+	p = Decide(Observed{JobSet: js, Now: time.Now(), Slices: &SliceObservation{Mine: mine}})
+	if len(p.Create) != 2 {
+		t.Fatalf("created %d Jobs, want 2", len(p.Create))
+	}
+	for _, j := range p.Create {
+		exprs := j.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions
+		if len(exprs) != 2 || len(exprs[1].Values) != 4 {
+			t.Errorf("Job %s pinned by %+v, want its cube and its quarter's 4 hosts", j.Name, exprs)
+		}
+	}
+}

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/slicing"
 )
 
 const (
@@ -60,6 +62,9 @@ func node(p Resolved, i int) *corev1.Node {
 	}
 	for k, v := range p.Labels {
 		labels[k] = v
+	}
+	if _, subBlock := p.Labels[gke.PartitionCubeLabel]; subBlock {
+		labels[slicev1beta1.HostPositionLabel] = slicing.HostPos(i).String() // a sub-slice is a box of them
 	}
 	cpu, memGi := cpuMachine(p.MachineType)
 	capacity := corev1.ResourceList{
