@@ -8,6 +8,12 @@
 // and the goal (<= 10 ms per decision).
 //
 //	go run ./bench/slicing -slices 100 -rounds 5
+//
+// With -cluster it starts a local cluster instead (cluster.go) and
+// compares a 2 x 4x4x8 JobSet on dynamic cubes with the same shape on
+// fixed node pools, interleaved: start, and recovery from one failed host.
+//
+//	go run ./bench/slicing -cluster -rounds 3
 package main
 
 import (
@@ -24,7 +30,20 @@ import (
 func main() {
 	n := flag.Int("slices", 100, "queued one-slice decisions per round (at most 10000)")
 	rounds := flag.Int("rounds", 5, "rounds (at most 100)")
+	cluster := flag.Bool("cluster", false, "on a local cluster: dynamic vs fixed slices, start and recovery")
+	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries (-cluster)")
 	flag.Parse()
+	if *cluster {
+		if *rounds > 10 {
+			fmt.Fprintln(os.Stderr, "-cluster: -rounds at most 10")
+			os.Exit(2)
+		}
+		if err := onCluster(*bin, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *n < 1 || *n > 10000 || *rounds < 1 || *rounds > 100 {
 		fmt.Fprintln(os.Stderr, "-slices must be 1 to 10000 and -rounds 1 to 100")
 		os.Exit(2)

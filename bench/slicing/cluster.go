@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/slicing"
+	"github.com/multislice/multislice/internal/workload"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// clusterFleet holds both sides: a block of six 4x4x4 cubes (two 4x4x8
+// slices and a spare pair) and three fixed 4x4x8 pools (two and a spare).
+const clusterFleet = `apiVersion: multislice.dev/v1alpha1
+kind: Fleet
+blocks:
+- {name: block-1, subBlocks: 6, layout: 1x1x6}
+pools:
+- {name: fixed-0, accelerator: tpu7x, topology: 4x4x8}
+- {name: fixed-1, accelerator: tpu7x, topology: 4x4x8}
+- {name: fixed-2, accelerator: tpu7x, topology: 4x4x8}
+- {name: default-pool, machineType: e2-standard-8, numNodes: 1}
+capacity:
+  tpu7x: 64
+`
+
+// onCluster runs rounds of a 2 x 4x4x8 JobSet (64 pods) on dynamic cubes
+// and on fixed pools, interleaved: seconds from apply to all Running, then
+// one host of slice 0 failed and seconds to all Running at the next
+// attempt, with the pods recreated.
+func onCluster(bin string, rounds int) error {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	c, err := framework.Up(abs, clusterFleet, nil, "--repair-delay=3s")
+	if err != nil {
+		return err
+	}
+	defer c.Down()
+	ctx := context.Background()
+	results := map[string][][2]time.Duration{}
+	fmt.Printf("%-8s %-6s %12s %12s %10s\n", "round", "kind", "start (s)", "recover (s)", "recreated")
+	for r := 0; r < rounds; r++ {
+		for _, kind := range []string{"fixed", "dynamic"} {
+			start, recover, recreated, err := round(ctx, c, kind, fmt.Sprintf("%s-%d", kind[:3], r))
+			if err != nil {
+				return err
+			}
+			results[kind] = append(results[kind], [2]time.Duration{start, recover})
+			fmt.Printf("%-8d %-6s %12.2f %12.2f %10d\n", r, kind, start.Seconds(), recover.Seconds(), recreated)
+		}
+	}
+	for _, kind := range []string{"fixed", "dynamic"} {
+		fmt.Printf("%-7s start %s; recover %s\n", kind, summary(results[kind], 0), summary(results[kind], 1))
+	}
+	return nil
+}
+
+func summary(rs [][2]time.Duration, i int) string {
+	var v []time.Duration
+	for _, r := range rs {
+		v = append(v, r[i])
+	}
+	slices.Sort(v)
+	return fmt.Sprintf("median %.2fs (min %.2f, max %.2f, N=%d)", v[len(v)/2].Seconds(), v[0].Seconds(), v[len(v)-1].Seconds(), len(v))
+}
+
+func round(ctx context.Context, c *framework.Cluster, kind, name string) (start, recover time.Duration, recreated int, err error) {
+	js, err := workload.Build(workload.Spec{Name: name, Namespace: "default", TPUType: "tpu7x-4x4x8", Slices: 2, Command: "python3 train.py",
+		Image: "python:3.12", MaxRestarts: 3, SuperSlicing: kind == "dynamic"})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	began := time.Now()
+	if err := c.Objects.Create(ctx, js); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := waitRunning(ctx, c.Client, name, "0", 64, 3*time.Minute); err != nil {
+		return 0, 0, 0, err
+	}
+	start = time.Since(began)
+	job, err := c.Client.BatchV1().Jobs("default").Get(ctx, name+"-slice-0", metav1.GetOptions{})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	pool := api.PinnedDomain(job)
+	if parts := slicing.PinnedPartitions(job); len(parts) > 0 {
+		pool = parts[0]
+	}
+	began = time.Now()
+	if out, err := c.Run("chaos", "fail-host", "--nodepool", pool); err != nil {
+		return 0, 0, 0, fmt.Errorf("chaos: %v\n%s", err, out)
+	}
+	if err := waitRunning(ctx, c.Client, name, "1", 64, 3*time.Minute); err != nil {
+		return 0, 0, 0, err
+	}
+	recover = time.Since(began)
+	_ = c.Objects.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground), client.GracePeriodSeconds(0))
+	_ = c.Client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
+		metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + name})
+	// The next round starts on a whole fleet: the failed host repaired, no pod left.
+	for t := 0; t < 240; t++ {
+		out, err := c.Run("nodepool", "list", "-o", "jsonpath={.items[*].healthy}")
+		pods, _ := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + name})
+		if err == nil && !strings.Contains(out, "false") && len(pods.Items) == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return start, recover, 64, nil
+}
+
+func waitRunning(ctx context.Context, cs kubernetes.Interface, js, attempt string, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
+			LabelSelector: fmt.Sprintf("%s=%s,%s=%s", api.JobSetNameKey, js, api.RestartsKey, attempt)})
+		if err == nil {
+			running := 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					running++
+				}
+			}
+			if running == n {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s: %d pods not Running at attempt %s within %s", js, n, attempt, limit)
+}
