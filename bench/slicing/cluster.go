@@ -44,7 +44,9 @@ func onCluster(bin string, rounds int) error {
 	if err != nil {
 		return err
 	}
-	c, err := framework.Up(abs, clusterFleet, nil, "--repair-delay=3s")
+	// The repair comes after the 10 s NotReady grace, so the manager, not
+	// the repair tearing the pool down, sees each fault (as TestAutoRepair).
+	c, err := framework.Up(abs, clusterFleet, nil, "--repair-delay=12s")
 	if err != nil {
 		return err
 	}
