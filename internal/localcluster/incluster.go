@@ -108,9 +108,7 @@ func forRealHosts(groups fleet.GroupLabels, featureGates string) func(*unstructu
 		if groups.Name != gke.MultisliceGroupLabel || groups.Size != gke.MultisliceGroupSizeLabel {
 			c.Args = append(c.Args, "--group-label="+groups.Name, "--group-size-label="+groups.Size)
 		}
-		if featureGates != "" {
-			c.Args = append(c.Args, "--feature-gates="+featureGates)
-		}
+		c.Args = append(c.Args, "--feature-gates="+withLocalGates(featureGates))
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&d)
 		if err != nil {
 			return err
