@@ -40,15 +40,19 @@ func TestDynamicSlicing(t *testing.T) {
 		t.Errorf("status shows no block of six healthy sub-blocks:\n%s", out)
 	}
 
-	rendered := c.MustRun("workload", "create", "dyn", "--super-slicing", "--tpu-type=tpu7x-4x4x8", "--num-slices=2", "--max-restarts=3",
-		"--command=python3 train.py", "--dry-run", "-o", "yaml")
-	file := filepath.Join(t.TempDir(), "dyn.yaml")
-	if err := os.WriteFile(file, []byte(rendered), 0o600); err != nil {
-		t.Fatal(err)
+	// workload create renders what xpk renders; kubectl applies it.
+	apply := func(args ...string) {
+		t.Helper()
+		rendered := c.MustRun(append(append([]string{"workload", "create"}, args...), "--command=python3 train.py", "--dry-run", "-o", "yaml")...)
+		file := filepath.Join(t.TempDir(), "jobset.yaml")
+		if err := os.WriteFile(file, []byte(rendered), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := kubectl(c, "apply", "-f", file); err != nil {
+			t.Fatalf("kubectl apply of workload create %v: %v\n%s", args, err, out)
+		}
 	}
-	if out, err := kubectl(c, "apply", "-f", file); err != nil {
-		t.Fatalf("kubectl apply of the super-slicing JobSet: %v\n%s", err, out)
-	}
+	apply("dyn", "--super-slicing", "--tpu-type=tpu7x-4x4x8", "--num-slices=2", "--max-restarts=3")
 	pods := dynamicRunning(t, c, "dyn", 0, 64)
 	formed := readySlices(t, c, "dyn", 2)
 	for _, s := range formed {
@@ -91,14 +95,7 @@ func TestDynamicSlicing(t *testing.T) {
 
 	// A sub-slicing JobSet (two 2x2x4 sub-slices: four hosts of one cube
 	// each) shares the block with it and never a host.
-	rendered = c.MustRun("workload", "create", "small", "--sub-slicing", "--tpu-type=tpu7x-2x2x4", "--num-slices=2",
-		"--command=python3 train.py", "--dry-run", "-o", "yaml")
-	if err := os.WriteFile(file, []byte(rendered), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := kubectl(c, "apply", "-f", file); err != nil {
-		t.Fatalf("kubectl apply of the sub-slicing JobSet: %v\n%s", err, out)
-	}
+	apply("small", "--sub-slicing", "--tpu-type=tpu7x-2x2x4", "--num-slices=2")
 	small := dynamicRunning(t, c, "small", 0, 8)
 	subs := readySlices(t, c, "small", 2)
 	if a, b := subs["small-slice-0"], subs["small-slice-1"]; a.Spec.Topology != "2x2x4" || a.Annotations[slicev1beta1.QuartersAnnotation] == b.Annotations[slicev1beta1.QuartersAnnotation] {
