@@ -81,23 +81,8 @@ func slicesStage(d *decision) bool {
 			notReady++
 		}
 	}
-	if len(wants) > 0 && len(p.DeleteSlices) == 0 {
-		if so.Cubes == nil {
-			p.NeedsCubes = true
-			return false
-		}
-		formed := slicing.Form(wants, so.Cubes)
-		if formed.Cubes == nil {
-			// Queued with placement, so that a cube freed up wakes it.
-			p.WaitForDomains = &placement.Waiter{JobSet: d.js.Namespace + "/" + d.js.Name, Key: gke.PartitionCubeLabel, Created: d.js.CreationTimestamp.Time}
-			holdAttempt(p, waitingRequeue)
-			d.e.put(TopologyAssigned, metav1.ConditionFalse, api.InsufficientCapacityReason, formed.Why, corev1.EventTypeWarning)
-			return false
-		}
-		for _, w := range wants {
-			p.CreateSlices = append(p.CreateSlices, newSlice(d.js, w, formed.Cubes[w.Name], formed.Quarters[w.Name]))
-		}
-		p.HoldDomains = map[string]map[string]string{} // off the queue: its Slices hold its cubes
+	if len(wants) > 0 && len(p.DeleteSlices) == 0 && !formSlices(d, wants) {
+		return false
 	}
 	if waiting := notReady + len(p.CreateSlices) + len(p.DeleteSlices); waiting > 0 {
 		holdAttempt(p, slicesFormingRequeue)
@@ -118,6 +103,30 @@ func slicesStage(d *decision) bool {
 	d.e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason,
 		"each child Job has its own Slice: "+abbreviate(assigned), corev1.EventTypeNormal)
 	return false
+}
+
+// formSlices forms the wanted Slices from the observed cubes (asking for
+// them first): false when the decision stops here, the cubes not observed
+// yet or too few free (then the JobSet waits, queued, holding none).
+func formSlices(d *decision, wants []slicing.Want) bool {
+	so, p := d.o.Slices, &d.p
+	if so.Cubes == nil {
+		p.NeedsCubes = true
+		return false
+	}
+	formed := slicing.Form(wants, so.Cubes)
+	if formed.Cubes == nil {
+		// Queued with placement, so that a cube freed up wakes it.
+		p.WaitForDomains = &placement.Waiter{JobSet: d.js.Namespace + "/" + d.js.Name, Key: gke.PartitionCubeLabel, Created: d.js.CreationTimestamp.Time}
+		holdAttempt(p, waitingRequeue)
+		d.e.put(TopologyAssigned, metav1.ConditionFalse, api.InsufficientCapacityReason, formed.Why, corev1.EventTypeWarning)
+		return false
+	}
+	for _, w := range wants {
+		p.CreateSlices = append(p.CreateSlices, newSlice(d.js, w, formed.Cubes[w.Name], formed.Quarters[w.Name]))
+	}
+	p.HoldDomains = map[string]map[string]string{} // off the queue: its Slices hold its cubes
+	return true
 }
 
 // holdAttempt starts nothing of the attempt yet and looks again after wait.
