@@ -14,7 +14,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/slicing"
 	"github.com/multislice/multislice/internal/workload"
 	"github.com/multislice/multislice/test/framework"
@@ -112,16 +114,37 @@ func round(ctx context.Context, c *framework.Cluster, kind, name string) (start,
 	_ = c.Objects.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground), client.GracePeriodSeconds(0))
 	_ = c.Client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
 		metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + name})
-	// The next round starts on a whole fleet: the failed host repaired, no pod left.
-	for t := 0; t < 240; t++ {
-		out, err := c.Run("nodepool", "list", "-o", "jsonpath={.items[*].healthy}")
-		pods, _ := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + name})
-		if err == nil && !strings.Contains(out, "false") && len(pods.Items) == 0 {
-			break
-		}
+	// The next round starts on a whole fleet: the failed host repaired and
+	// Ready, no pod and no Slice left.
+	for t := 0; t < 240 && !whole(ctx, c, name); t++ {
 		time.Sleep(500 * time.Millisecond)
 	}
 	return start, recover, 64, nil
+}
+
+func whole(ctx context.Context, c *framework.Cluster, name string) bool {
+	out, err := c.Run("nodepool", "list", "-o", "jsonpath={.items[*].healthy}")
+	if err != nil || strings.Contains(out, "false") {
+		return false
+	}
+	pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + name})
+	if err != nil || len(pods.Items) > 0 {
+		return false
+	}
+	var slices slicev1beta1.SliceList
+	if err := c.Objects.List(ctx, &slices); err != nil || len(slices.Items) > 0 {
+		return false
+	}
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false
+	}
+	for i := range nodes.Items {
+		if !gke.FitForWork(&nodes.Items[i]) || !gke.NodeReady(&nodes.Items[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func waitRunning(ctx context.Context, cs kubernetes.Interface, js, attempt string, n int, limit time.Duration) error {

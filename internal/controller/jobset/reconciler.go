@@ -77,8 +77,9 @@ type Reconciler struct {
 	// Domains): Slices of accelerator.gke.io for Jobs that ask for them.
 	Slicing bool
 	// reserved are the cubes of Slices decided but not seen in the cache
-	// yet, by Slice name; guarded by placing.
-	reserved map[string]reservation
+	// yet, by Slice name.
+	reservedMu sync.Mutex
+	reserved   map[string]reservation
 	// decide is policy.Decide, counted in tests.
 	decide func(policy.Observed) policy.Plan
 	// placing makes placement decisions one at a time: each sees the
@@ -127,6 +128,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A Slice is cluster-scoped, so its JobSet is named by labels, not
 		// an owner reference; its Ready condition moves the JobSet along.
 		b = b.Watches(&slicev1beta1.Slice{}, sliceOwner())
+		if err := r.feedSlices(mgr); err != nil {
+			return err
+		}
 	}
 	if r.Gates.WorkloadAwareScheduling {
 		b = b.Owns(&schedulingv1beta1.Workload{}).Owns(&schedulingv1beta1.PodGroup{})

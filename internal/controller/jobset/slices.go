@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,8 +22,8 @@ import (
 )
 
 // reservation is the cubes of a Slice a decision formed (a sub-slice's
-// quarters of its cube), until the cache shows the Slice (or, its
-// creation failed, reservationTTL after).
+// quarters of its cube), until the cache shows the Slice (its informer's
+// add event; or, its creation failed, reservationTTL after).
 type reservation struct {
 	cubes    []string
 	quarters uint8
@@ -88,10 +90,10 @@ func (r *Reconciler) observeCubes(ctx context.Context, js *api.JobSet) ([]slicin
 		}
 	}
 	for _, s := range all.Items {
-		delete(r.reserved, s.Name)
 		take(s.Spec.PartitionIDs, slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation]))
 	}
 	now := r.Clock.Now()
+	r.reservedMu.Lock()
 	for name, res := range r.reserved {
 		if now.Sub(res.at) > reservationTTL {
 			delete(r.reserved, name)
@@ -99,6 +101,7 @@ func (r *Reconciler) observeCubes(ctx context.Context, js *api.JobSet) ([]slicin
 		}
 		take(res.cubes, res.quarters)
 	}
+	r.reservedMu.Unlock()
 	me := js.Namespace + "/" + js.Name
 	snap, _ := r.Domains.Snapshot(gke.PartitionCubeLabel, me, js.UID)
 	cubes := make([]slicing.Cube, 0, len(snap.Domains))
@@ -120,6 +123,8 @@ func (r *Reconciler) observeCubes(ctx context.Context, js *api.JobSet) ([]slicin
 // placing lock, before they are created), so that the next decision does
 // not give them away while the cache has not shown them yet.
 func (r *Reconciler) reserve(p *policy.Plan) {
+	r.reservedMu.Lock()
+	defer r.reservedMu.Unlock()
 	if r.reserved == nil {
 		r.reserved = map[string]reservation{}
 	}
@@ -137,14 +142,36 @@ func (r *Reconciler) actSlices(ctx context.Context, js *api.JobSet, p *policy.Pl
 	}
 	for _, s := range p.CreateSlices {
 		if err := r.Client.Create(ctx, s); client.IgnoreAlreadyExists(err) != nil {
-			r.placing.Lock()
-			delete(r.reserved, s.Name)
-			r.placing.Unlock()
+			r.seen(s.Name)
 			r.event(js, "Warning", "SliceCreationFailed", fmt.Sprintf("slice %s: %v", s.Name, err))
 			return fmt.Errorf("create slice %s: %w", s.Name, err)
 		}
 	}
 	return nil
+}
+
+// seen drops the reservation of a Slice the cache now has (or that
+// was not created): from then on the Slice itself, or nothing, holds its cubes.
+func (r *Reconciler) seen(name string) {
+	r.reservedMu.Lock()
+	defer r.reservedMu.Unlock()
+	delete(r.reserved, name)
+}
+
+// feedSlices drops a reservation as soon as the cache shows its Slice: a
+// Slice created and deleted between two decisions must not keep its
+// cubes reserved.
+func (r *Reconciler) feedSlices(mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &slicev1beta1.Slice{})
+	if err != nil {
+		return fmt.Errorf("slices: informer: %w", err)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
+		if s, ok := o.(*slicev1beta1.Slice); ok {
+			r.seen(s.Name)
+		}
+	}})
+	return err
 }
 
 // releaseSlicesOf deletes the Slices of a JobSet that is gone.
