@@ -6,9 +6,6 @@ const (
 	// FailedReason is GKE's reason of a Slice that is not Ready because
 	// a host of it failed or its partitions cannot form it.
 	FailedReason = "FAILED"
-	// FormingReason: the Slice exists and its hosts are not all seen fit
-	// yet (ours; GKE reports the formation in its own words).
-	FormingReason = "Forming"
 	// ReadyReason is the reason of a Ready Slice (ours).
 	ReadyReason = "Ready"
 	// RetryOnFailureAnnotation asks that a failed Slice be formed again

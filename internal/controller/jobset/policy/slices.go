@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -69,7 +70,7 @@ func slicesStage(d *decision) bool {
 	}
 	gang := append(slices.Clone(starting), dynamicJobs(p.Pending)...)
 	var wants []slicing.Want
-	notReady := 0
+	notReady, why := 0, ""
 	for _, j := range gang {
 		s, ok := so.Mine[j.Name]
 		switch {
@@ -77,6 +78,7 @@ func slicesStage(d *decision) bool {
 			wants = append(wants, slicing.Want{Name: j.Name, Topology: sliceTopology(j)})
 		case s.Failed:
 			p.DeleteSlices = append(p.DeleteSlices, s.Name)
+			why = cmp.Or(why, s.Name+": "+s.Message)
 		case !s.Ready:
 			notReady++
 		}
@@ -86,7 +88,7 @@ func slicesStage(d *decision) bool {
 	}
 	if waiting := notReady + len(p.CreateSlices) + len(p.DeleteSlices); waiting > 0 {
 		holdAttempt(p, slicesFormingRequeue)
-		d.e.put(TopologyAssigned, metav1.ConditionFalse, SlicesFormingReason, formingMessage(len(gang), waiting, len(p.DeleteSlices)), "")
+		d.e.put(TopologyAssigned, metav1.ConditionFalse, SlicesFormingReason, formingMessage(len(gang), waiting, len(p.DeleteSlices), why), "")
 		return false
 	}
 	var assigned []string
@@ -135,10 +137,10 @@ func holdAttempt(p *Plan, wait time.Duration) {
 	requeue(p, wait)
 }
 
-func formingMessage(slices, waiting, failed int) string {
+func formingMessage(slices, waiting, failed int, why string) string {
 	msg := fmt.Sprintf("%d of the JobSet's %d Slices are not Ready yet: its Jobs start once all are", waiting, slices)
 	if failed > 0 {
-		msg += fmt.Sprintf("; %d failed and are formed again from healthy cubes", failed)
+		msg += fmt.Sprintf("; %d failed (%s) and are formed again from healthy cubes", failed, why)
 	}
 	return msg
 }
