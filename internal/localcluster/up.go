@@ -81,7 +81,7 @@ func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 			if o.NoManager {
 				return nil
 			}
-			r.say("installing the JobSet and Slice CRDs, the manager's permissions and the in-place restart agent's")
+			r.say("installing the JobSet CRD, GKE's Slice CRD, the manager's permissions and the in-place restart agent's")
 			if err := install.CRD(ctx, r.Config); err != nil {
 				return err
 			}

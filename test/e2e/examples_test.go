@@ -90,7 +90,7 @@ func TestExamples(t *testing.T) {
 		}
 		waitNoPods(t, c)
 	}
-	for _, file := range append(realExamples, pathwaysExamples...) { // their clusters are TestRealHosts's and TestPathways's
+	for _, file := range append(append(realExamples, pathwaysExamples...), dynamicExamples...) { // their clusters are TestRealHosts's, TestPathways's and TestDynamicSlicing's
 		covered[file] = true
 	}
 	for _, file := range exampleFiles(t, root) {

@@ -121,7 +121,7 @@ func TestUpRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"up", "--apiserver-port=70000"}, "must be 1 to 65535"},
-		{[]string{"up", "--feature-gates=Bogus=true"}, "with Name one of ElasticJobSet"},
+		{[]string{"up", "--feature-gates=Bogus=true"}, "with Name one of DynamicSlicing, ElasticJobSet"},
 		{[]string{"up", "--timeout=banana"}, `invalid argument "banana" for "--timeout"`},
 		{[]string{"up", fleet("huge.yaml", "pools:\n- {name: p, machineType: e2-standard-8, numNodes: 2000000000}\n")}, "raise limits.nodes in the fleet file on purpose"},
 		{[]string{"up", fleet("tpu.yaml", "groups:\n- {name: g, accelerator: tpu-v9, topology: 2x2x2, slices: 1}\n")}, `unknown TPU accelerator "tpu-v9": use one of`},

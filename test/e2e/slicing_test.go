@@ -23,6 +23,9 @@ import (
 	"github.com/multislice/multislice/test/framework"
 )
 
+// dynamicExamples are the examples TestDynamicSlicing applies (its fleet).
+var dynamicExamples = []string{"examples/fleet-dynamic.yaml", "examples/super-slicing-jobset.yaml"}
+
 // TestDynamicSlicing: on examples/fleet-dynamic.yaml (one block of six
 // 4x4x4 sub-blocks laid out 1x2x3), xpk's super-slicing JobSet (two 4x4x8
 // slices, the accelerator alone selected), rendered by `workload create
@@ -114,13 +117,26 @@ func TestDynamicSlicing(t *testing.T) {
 	if out, err := kubectl(c, "delete", "jobset", "dyn", "small", "--wait=true", "--timeout=60s"); err != nil {
 		t.Fatalf("delete: %v\n%s", err, out)
 	}
-	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+	noSlices := func(ctx context.Context) (bool, string) {
 		var list slicev1beta1.SliceList
 		if err := c.Objects.List(ctx, &list); err != nil {
 			return false, err.Error()
 		}
 		return len(list.Items) == 0, fmt.Sprintf("%d slices left", len(list.Items))
-	})
+	}
+	framework.Eventually(t, 30*time.Second, noSlices)
+
+	// The example, as its comment says.
+	example := filepath.Join(root, "examples/super-slicing-jobset.yaml")
+	if out, err := kubectl(c, "apply", "-f", example); err != nil {
+		t.Fatalf("kubectl apply -f examples/super-slicing-jobset.yaml: %v\n%s", err, out)
+	}
+	dynamicRunning(t, c, "super-slicing", 0, 64)
+	readySlices(t, c, "super-slicing", 2)
+	if out, err := kubectl(c, "delete", "-f", example, "--wait=true", "--timeout=60s"); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 30*time.Second, noSlices)
 }
 
 // dynamicRunning waits for n Running pods of the JobSet's attempt and
