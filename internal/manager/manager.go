@@ -230,7 +230,6 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 		Gates:          o.FeatureGates,
 		AgentTimeout:   o.AgentTimeout,
 		Events:         mgr.GetAPIReader(),
-		Slicing:        o.FeatureGates.DynamicSlicing,
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return err

@@ -84,10 +84,10 @@ func PinnedSelector(j *batchv1.Job) labels.Selector {
 // PinnedSlice is the Slice j is pinned to, "" if none.
 func PinnedSlice(j *batchv1.Job) string { return j.Annotations[SliceAnnotation] }
 
-// Dynamic says whether a Job's pods ask for a dynamic slice (GKE's
-// slice-topology annotation on its pod template) of whole cubes.
-func Dynamic(j *batchv1.Job) bool {
-	return j.Spec.Template.Annotations[gke.SliceTopologyAnnotation] != ""
+// Asks says whether pods of template t ask for a dynamic slice (GKE's
+// slice-topology annotation).
+func Asks(t *corev1.PodTemplateSpec) bool {
+	return t.Annotations[gke.SliceTopologyAnnotation] != ""
 }
 
 // Name is the Slice formed for Job job of the JobSet with UID uid: the

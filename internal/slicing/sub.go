@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	"github.com/multislice/multislice/internal/tpu"
 )
 
@@ -121,6 +122,12 @@ func FormatQuarters(mask uint8) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// QuartersOf are the quarters of its one partition a sub-slice's Slice
+// holds (0: a super-slice, whole partitions).
+func QuartersOf(s *slicev1beta1.Slice) uint8 {
+	return ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation])
 }
 
 // ParseQuarters reads QuartersAnnotation's value (0: none or invalid).

@@ -73,9 +73,6 @@ type Reconciler struct {
 	// decision observes it. Memory only: a restarted manager learns it
 	// again by trying.
 	refused sync.Map
-	// Slicing forms dynamic slices (the DynamicSlicing gate; needs
-	// Domains): Slices of accelerator.gke.io for Jobs that ask for them.
-	Slicing bool
 	// reserved are the cubes of Slices decided but not seen in the cache
 	// yet, by Slice name.
 	reservedMu sync.Mutex
@@ -98,7 +95,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.Slicing = r.Slicing && r.Domains != nil // cubes are read from the domain cache
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, OwnerUIDIndex, func(o client.Object) []string {
 		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "JobSet" && ref.APIVersion == api.GroupVersion.String() {
 			return []string{string(ref.UID)}
@@ -124,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		}
 		b = b.WatchesRawSource(source.Channel(wake, (&wakes{clock: r.Clock}).handler()))
 	}
-	if r.Slicing {
+	if r.slicing() {
 		// A Slice is cluster-scoped, so its JobSet is named by labels, not
 		// an owner reference; its Ready condition moves the JobSet along.
 		b = b.Watches(&slicev1beta1.Slice{}, sliceOwner())

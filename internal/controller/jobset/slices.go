@@ -32,10 +32,14 @@ type reservation struct {
 
 const reservationTTL = time.Minute
 
+// slicing: the manager forms dynamic slices (the DynamicSlicing gate),
+// reading the cubes from the domain cache, so only where it has one.
+func (r *Reconciler) slicing() bool { return r.Gates.DynamicSlicing && r.Domains != nil }
+
 // dynamic says whether any replicated job of js asks for dynamic slices.
 func dynamic(js *api.JobSet) bool {
 	for i := range js.Spec.ReplicatedJobs {
-		if js.Spec.ReplicatedJobs[i].Template.Spec.Template.Annotations[gke.SliceTopologyAnnotation] != "" {
+		if slicing.Asks(&js.Spec.ReplicatedJobs[i].Template.Spec.Template) {
 			return true
 		}
 	}
@@ -45,7 +49,7 @@ func dynamic(js *api.JobSet) bool {
 // observeSlices reads js's Slices from the cache (nil when the manager
 // forms no slices or js asks for none).
 func (r *Reconciler) observeSlices(ctx context.Context, js *api.JobSet) (*policy.SliceObservation, error) {
-	if !r.Slicing || !dynamic(js) {
+	if !r.slicing() || !dynamic(js) {
 		return nil, nil
 	}
 	var list slicev1beta1.SliceList
@@ -55,7 +59,7 @@ func (r *Reconciler) observeSlices(ctx context.Context, js *api.JobSet) (*policy
 	so := &policy.SliceObservation{Mine: make(map[string]policy.SliceFact, len(list.Items))}
 	for i := range list.Items {
 		s := &list.Items[i]
-		fact := policy.SliceFact{Name: s.Name, Partitions: s.Spec.PartitionIDs, Quarters: slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation])}
+		fact := policy.SliceFact{Name: s.Name, Partitions: s.Spec.PartitionIDs, Quarters: slicing.QuartersOf(s)}
 		if c := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition); c != nil && s.DeletionTimestamp == nil {
 			fact.Ready = c.Status == metav1.ConditionTrue
 			fact.Failed = c.Status == metav1.ConditionFalse && c.Reason == slicev1beta1.FailedReason
@@ -90,7 +94,7 @@ func (r *Reconciler) observeCubes(ctx context.Context, js *api.JobSet) ([]slicin
 		}
 	}
 	for _, s := range all.Items {
-		take(s.Spec.PartitionIDs, slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation]))
+		take(s.Spec.PartitionIDs, slicing.QuartersOf(&s))
 	}
 	now := r.Clock.Now()
 	r.reservedMu.Lock()
@@ -129,7 +133,7 @@ func (r *Reconciler) reserve(p *policy.Plan) {
 		r.reserved = map[string]reservation{}
 	}
 	for _, s := range p.CreateSlices {
-		r.reserved[s.Name] = reservation{cubes: s.Spec.PartitionIDs, quarters: slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation]), at: r.Clock.Now()}
+		r.reserved[s.Name] = reservation{cubes: s.Spec.PartitionIDs, quarters: slicing.QuartersOf(s), at: r.Clock.Now()}
 	}
 }
 
@@ -176,7 +180,7 @@ func (r *Reconciler) feedSlices(mgr ctrl.Manager) error {
 
 // releaseSlicesOf deletes the Slices of a JobSet that is gone.
 func (r *Reconciler) releaseSlicesOf(ctx context.Context, key types.NamespacedName) error {
-	if !r.Slicing {
+	if !r.slicing() {
 		return nil
 	}
 	return r.Client.DeleteAllOf(ctx, &slicev1beta1.Slice{}, client.MatchingLabels{

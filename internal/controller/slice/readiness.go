@@ -37,7 +37,7 @@ func Readiness(s *slicev1beta1.Slice, hosts map[string][]corev1.Node, earlier []
 		return failed(fmt.Sprintf("a partition of it is already in Slice %s: a partition belongs to one Slice at a time", strings.Join(earlier, ", ")))
 	}
 	want := cubeHosts
-	if q := quarters(s); q != 0 {
+	if q := slicing.QuartersOf(s); q != 0 {
 		want = bits.OnesCount8(q) * cubeHosts / 4
 	}
 	for _, id := range s.Spec.PartitionIDs {
@@ -49,22 +49,17 @@ func Readiness(s *slicev1beta1.Slice, hosts map[string][]corev1.Node, earlier []
 		Message: fmt.Sprintf("%d partitions, %d hosts, every one fit for work", len(s.Spec.PartitionIDs), want*len(s.Spec.PartitionIDs))}
 }
 
-// quarters are a sub-slice's quarters of its partition (0: a super-slice).
-func quarters(s *slicev1beta1.Slice) uint8 {
-	return slicing.ParseQuarters(s.Annotations[slicev1beta1.QuartersAnnotation])
-}
-
 // Overlap: two Slices of one partition share hosts unless both are
 // sub-slices of different quarters.
 func Overlap(a, b *slicev1beta1.Slice) bool {
-	qa, qb := quarters(a), quarters(b)
+	qa, qb := slicing.QuartersOf(a), slicing.QuartersOf(b)
 	return qa == 0 || qb == 0 || qa&qb != 0
 }
 
 // HostsOf selects, of a partition's nodes, the Slice's own: all of them,
 // or a sub-slice's quarters.
 func HostsOf(s *slicev1beta1.Slice, nodes []corev1.Node) []corev1.Node {
-	q := quarters(s)
+	q := slicing.QuartersOf(s)
 	if q == 0 {
 		return nodes
 	}
@@ -91,7 +86,7 @@ func shapeProblem(s *slicev1beta1.Slice) string {
 	}
 	if sub {
 		n := slicing.SubQuarters(shape.Topology)
-		if q := quarters(s); len(s.Spec.PartitionIDs) != 1 || bits.OnesCount8(q) != n {
+		if q := slicing.QuartersOf(s); len(s.Spec.PartitionIDs) != 1 || bits.OnesCount8(q) != n {
 			return fmt.Sprintf("sub-slice %s: one partition and %d of its quarters in annotation %s (got %d partitions, quarters %q)",
 				s.Spec.Topology, n, slicev1beta1.QuartersAnnotation, len(s.Spec.PartitionIDs), s.Annotations[slicev1beta1.QuartersAnnotation])
 		}
@@ -103,25 +98,20 @@ func shapeProblem(s *slicev1beta1.Slice) string {
 	return ""
 }
 
-// partitionProblem names what keeps a partition's hosts from work: a
-// host missing (the partition unknown, or short of hosts) or unfit.
+// partitionProblem names what keeps a partition's hosts from work: the
+// partition unknown, or the one slice rule (gke.SliceProblem, no grace:
+// a host gone or unfit), or a host tainted as lost by the node lifecycle
+// controller (as placement's gke.FitForWork judges it).
 func partitionProblem(id string, nodes []corev1.Node, want int) string {
 	if len(nodes) == 0 {
 		return fmt.Sprintf("partition %s: no node has %s=%s", id, gke.PartitionCubeLabel, id)
 	}
-	if why := gke.MissingHosts(len(nodes), want); why != "" {
+	if why := gke.SliceProblem(nodes, want, 0, time.Time{}); why != "" {
 		return fmt.Sprintf("partition %s: %s", id, why)
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	for i := range nodes {
-		n := &nodes[i]
-		switch {
-		case gke.HostUnfit(n, 0, time.Time{}) != "":
-			return fmt.Sprintf("partition %s: %s", id, gke.HostUnfit(n, 0, time.Time{}))
-		case !gke.NodeReady(n):
-			return fmt.Sprintf("partition %s: host %s is not Ready yet", id, n.Name)
-		case !gke.FitForWork(n):
-			return fmt.Sprintf("partition %s: host %s is tainted as lost by the node lifecycle controller", id, n.Name)
+		if !gke.FitForWork(&nodes[i]) {
+			return fmt.Sprintf("partition %s: host %s is tainted as lost by the node lifecycle controller", id, nodes[i].Name)
 		}
 	}
 	return ""

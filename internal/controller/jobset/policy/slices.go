@@ -94,11 +94,7 @@ func slicesStage(d *decision) bool {
 	var assigned []string
 	for _, j := range starting {
 		s := so.Mine[j.Name]
-		var hosts []string
-		if s.Quarters != 0 {
-			hosts = slicing.QuarterHosts(s.Quarters)
-		}
-		slicing.Pin(j, s.Name, s.Partitions, hosts)
+		slicing.Pin(j, s.Name, s.Partitions, slicing.QuarterHosts(s.Quarters)) // no hosts for a super-slice
 		assigned = append(assigned, fmt.Sprintf("%s=%s (%s)", j.Name, s.Name, strings.Join(s.Partitions, "+")))
 	}
 	sort.Strings(assigned)
@@ -157,7 +153,7 @@ func dynamicJobs(lists ...[]*batchv1.Job) []*batchv1.Job {
 	var out []*batchv1.Job
 	for _, l := range lists {
 		for _, j := range l {
-			if slicing.Dynamic(j) {
+			if slicing.Asks(&j.Spec.Template) {
 				out = append(out, j)
 			}
 		}
