@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cmdline"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/features"
@@ -67,6 +68,7 @@ func (f *Flags) Bind(fl *pflag.FlagSet) {
 	fl.StringVar(&o.GroupSizeLabel, "group-size-label", gke.MultisliceGroupSizeLabel, "node label giving the size of a multislice group")
 	fl.DurationVar(&o.SliceGrace, "slice-notready-grace", 10*time.Second, "how long one host of a slice may be NotReady before the slice is failed and its JobSet restarted")
 	fl.DurationVar(&o.AgentTimeout, "in-place-restart-timeout", policy.DefaultAgentTimeout, "how long an in-place restart (InPlaceRestart gate) may make no progress while running pods lag behind before every Job is recreated instead")
+	fl.BoolVar(&o.HotSwap, "hot-swap", true, "let a JobSet whose slice failed, when no healthy free pool fits, take the pools of JobSets of strictly lower priority (a JobSet opts out with the annotation "+api.HotSwapAnnotation+": \"false\"); docs/auto-repair.md")
 	fl.BoolVar(&o.NoSliceHealth, "no-slice-health", false, "do not fail slices with a broken host (upstream behaviour; for comparisons)")
 	fl.IntVar(&o.Workers, "workers", 8, "concurrent JobSet reconciles")
 	fl.Float32Var(&o.QPS, "kube-api-qps", 500, "client requests per second to the apiserver")

@@ -84,6 +84,8 @@ type Options struct {
 	AgentTimeout time.Duration
 	// NoSliceHealth turns slice health off (upstream behaviour).
 	NoSliceHealth bool
+	// HotSwap lets a recovering JobSet take lower-priority JobSets' pools.
+	HotSwap bool
 	// TLS applies to the webhook and metrics servers.
 	TLS TLSOptions
 	// SkipNameValidation lets several managers run in one process (tests).
@@ -229,6 +231,7 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 		SizeLabel:      o.GroupSizeLabel,
 		Gates:          o.FeatureGates,
 		AgentTimeout:   o.AgentTimeout,
+		HotSwap:        o.HotSwap,
 		Events:         mgr.GetAPIReader(),
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -37,6 +39,23 @@ type JobSet struct {
 	Events     []string           `json:"events"`
 	// Queue is where it stands while it waits for capacity (PlaceInQueue).
 	Queue *QueuePlace `json:"queue,omitempty"`
+	// HotSwap says which side of a hot-swap it is on, if any (HotSwapOf).
+	HotSwap string `json:"hotSwap,omitempty"`
+}
+
+// HotSwapOf is a JobSet's side of a hot-swap: the victim's while it
+// waits for pools, the taker's while its placement came from one.
+func HotSwapOf(js *api.JobSet) string {
+	if c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetHotSwapped)); c != nil && c.Status == metav1.ConditionTrue {
+		return "its pools were taken by " + js.Annotations[api.HotSwappedByAnnotation] + "; it waits for pools in its place in the queue"
+	}
+	if c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetTopologyAssigned)); c != nil && c.Reason == api.HotSwapReason {
+		if _, took, ok := strings.Cut(c.Message, "hot-swap took the pools of "); ok {
+			return "it took the pools of " + took
+		}
+		return c.Message
+	}
+	return ""
 }
 
 // ResourceName is the JobSet as `kubectl get -o name` names it.
@@ -70,7 +89,7 @@ type Worker struct {
 // Summarize builds the view of one JobSet from its Jobs, pods and events.
 func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []corev1.Event) JobSet {
 	v := JobSet{Name: js.Name, Namespace: js.Namespace, State: workload.State(js), Restarts: js.Status.Restarts, Conditions: js.Status.Conditions,
-		InPlaceAttempt: js.Status.CurrentInPlaceRestartAttempt}
+		InPlaceAttempt: js.Status.CurrentInPlaceRestartAttempt, HotSwap: HotSwapOf(js)}
 	if js.Spec.FailurePolicy != nil {
 		v.MaxRestarts = js.Spec.FailurePolicy.MaxRestarts
 	}

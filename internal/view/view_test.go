@@ -174,3 +174,27 @@ func TestPathwaysHeadIsNotASlice(t *testing.T) {
 		t.Fatalf("slices %+v, others %+v", v.Slices, v.Others)
 	}
 }
+
+func TestHotSwapOf(t *testing.T) {
+	victim := &api.JobSet{}
+	victim.Annotations = map[string]string{api.HotSwappedByAnnotation: "ns/high"}
+	victim.Status.Conditions = []metav1.Condition{{Type: string(api.JobSetHotSwapped), Status: metav1.ConditionTrue}}
+	taker := &api.JobSet{}
+	taker.Status.Conditions = []metav1.Condition{{Type: string(api.JobSetTopologyAssigned), Status: metav1.ConditionTrue, Reason: api.HotSwapReason,
+		Message: "each child Job has its own pool: a=np-1; no healthy free pool fitted, so hot-swap took the pools of lower-priority ns/low (priority 1): np-2 (this JobSet's priority 9)"}}
+	back := victim.DeepCopy()
+	back.Status.Conditions[0].Status = metav1.ConditionFalse
+	for _, tc := range []struct {
+		js   *api.JobSet
+		want string
+	}{
+		{victim, "taken by ns/high"},
+		{taker, "it took the pools of lower-priority ns/low (priority 1): np-2"},
+		{back, ""},
+		{&api.JobSet{}, ""},
+	} {
+		if got := HotSwapOf(tc.js); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("HotSwapOf = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -20,6 +20,10 @@ const (
 	// restart waits for pods to reach the new attempt (the message says
 	// which), False once they all have, or once it fell back to recreating.
 	JobSetInPlaceRestarting JobSetConditionType = "InPlaceRestarting"
+	// JobSetHotSwapped is Multislice's own: True while a JobSet whose
+	// pools a higher-priority one took (hot-swap) waits for pools again,
+	// naming the taker; False once it runs again.
+	JobSetHotSwapped JobSetConditionType = "HotSwapped"
 )
 
 // Condition reasons and messages, exactly as upstream writes them.
@@ -42,6 +46,12 @@ const (
 	// (condition TopologyAssigned).
 	DomainsAssignedReason      = "DomainsAssigned"
 	InsufficientCapacityReason = "InsufficientCapacity"
+	// PoolsTakenReason (HotSwapped True, and the victim's restart) and
+	// HotSwapReason (TopologyAssigned True, the taker's) are hot-swap's.
+	PoolsTakenReason = "PoolsTaken"
+	HotSwapReason    = "HotSwap"
+	// PoolsBackReason: HotSwapped False, the JobSet has its pools again.
+	PoolsBackReason = "PoolsBack"
 
 	FailJobSetActionReason  = "FailJobSetFailurePolicyAction"
 	FailJobSetActionMessage = "applying FailJobSet failure policy action"

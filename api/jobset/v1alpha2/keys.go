@@ -62,6 +62,16 @@ const (
 	// that checkpoint periodically and need no SIGTERM window. Unset: each
 	// pod keeps its own grace period.
 	RestartGracePeriodAnnotation = "multislice.dev/restart-grace-period-seconds"
+	// HotSwapAnnotation "false" on a JobSet opts it out of hot-swap: it
+	// never takes another's pools, and none are ever taken from it.
+	HotSwapAnnotation = "multislice.dev/hot-swap"
+	// HotSwappedByAnnotation and HotSwappedAttemptAnnotation are written
+	// by the manager on a JobSet whose pools a hot-swap took: the taker
+	// (namespace/name) and the attempt (status.restarts) it took them from.
+	// That attempt restarts, not counting towards maxRestarts; a later
+	// attempt is not touched.
+	HotSwappedByAnnotation      = "multislice.dev/hot-swapped-by"
+	HotSwappedAttemptAnnotation = "multislice.dev/hot-swapped-attempt"
 )
 
 // AssignedDomainAnnotation on a child Job names the topology domain (e.g.

@@ -25,7 +25,11 @@ func Print(out io.Writer, v view.JobSet) {
 	if v.InPlaceAttempt != nil {
 		fmt.Fprintf(out, ", in-place attempt %d (ATTEMPT: restarts/in-place)", *v.InPlaceAttempt)
 	}
-	fmt.Fprint(out, "\n\n")
+	fmt.Fprint(out, "\n")
+	if v.HotSwap != "" {
+		fmt.Fprintf(out, "HOT-SWAP: %s\n", v.HotSwap)
+	}
+	fmt.Fprint(out, "\n")
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SLICE\tJOB\tNODE POOL\tWORKER\tPOD\tNODE\tPHASE\tATTEMPT")
 	for _, s := range v.Slices {

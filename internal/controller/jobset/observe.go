@@ -2,15 +2,18 @@ package jobset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,12 +87,67 @@ func (r *Reconciler) observePlacement(ctx context.Context, js *api.JobSet, keys 
 	if err != nil {
 		return nil, err
 	}
-	in := &policy.Placement{Keys: make(map[string]policy.KeyPlacement, len(keys)), Priority: prio, GroupLabel: r.GroupLabel, SizeLabel: r.SizeLabel}
+	in := &policy.Placement{Keys: make(map[string]policy.KeyPlacement, len(keys)), Priority: prio, GroupLabel: r.GroupLabel, SizeLabel: r.SizeLabel,
+		HotSwap: r.HotSwap}
 	for _, key := range keys {
 		snap, pins := r.Domains.Snapshot(key, js.Namespace+"/"+js.Name, js.UID)
 		in.Keys[key] = policy.KeyPlacement{Snapshot: snap, Pins: pins}
 	}
 	return in, nil
+}
+
+// observeHolders reads, from the cache, what hot-swap needs of each
+// JobSet holding a domain of in's snapshots. A holder gone meanwhile is
+// left out: its domains are freeing, and the next look sees them free.
+func (r *Reconciler) observeHolders(ctx context.Context, in *policy.Placement) (map[string]placement.Holder, error) {
+	out := map[string]placement.Holder{}
+	for _, kp := range in.Keys {
+		names := make([]string, 0, len(kp.Snapshot.Held)+len(kp.Snapshot.Domains))
+		for js := range kp.Snapshot.Held {
+			names = append(names, js)
+		}
+		for _, d := range kp.Snapshot.Domains {
+			names = append(names, d.Holder)
+		}
+		for _, name := range names {
+			ns, n, ok := strings.Cut(name, "/")
+			if _, seen := out[name]; seen || !ok || strings.Contains(name, " ") {
+				continue // a pod's workload, or a JobSet's own Job: never a victim
+			}
+			var js api.JobSet
+			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &js); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, err
+			}
+			prio, err := priority(ctx, r.Client, &js)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = policy.HolderOf(&js, prio)
+		}
+	}
+	return out, nil
+}
+
+// markVictims tells each JobSet whose pools a hot-swap takes (policy
+// hotswap.go): the mark on it, not memory, makes it restart and wait.
+func (r *Reconciler) markVictims(ctx context.Context, js *api.JobSet, victims []policy.Victim) error {
+	by := js.Namespace + "/" + js.Name
+	for _, v := range victims {
+		ns, name, _ := strings.Cut(v.JobSet, "/")
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+			api.HotSwappedByAnnotation: by, api.HotSwappedAttemptAnnotation: strconv.Itoa(int(v.Attempt))}}})
+		if err != nil {
+			return err
+		}
+		victim := &api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := r.Client.Patch(ctx, victim, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("hot-swap: mark %s: %w", v.JobSet, err)
+		}
+	}
+	return nil
 }
 
 // priority is the JobSet's rank in the queue (placement.Priority), its

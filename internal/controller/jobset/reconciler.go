@@ -54,6 +54,9 @@ type Reconciler struct {
 	// GroupLabel and SizeLabel are the node labels of a multislice group
 	// (a Job that selects either must stay within one group).
 	GroupLabel, SizeLabel string
+	// HotSwap lets a recovering JobSet take the pools of lower-priority
+	// ones when no free pool fits (policy/hotswap.go).
+	HotSwap bool
 	// CountsInterval batches status writes that only change Job counts
 	// (replicatedJobsStatus) to one per interval per JobSet: a 1,000-Job
 	// JobSet otherwise writes its status once per Job status change.
@@ -219,12 +222,19 @@ func (r *Reconciler) decideAll(ctx context.Context, js *api.JobSet, o policy.Obs
 		defer r.placing.Unlock()
 		// A decision given the domains may find it forms Slices too, or
 		// the other way round: each is supplied once.
-		for len(plan.NeedsSnapshot) > 0 && o.Placement == nil || plan.NeedsCubes && o.Slices.Cubes == nil {
+		for len(plan.NeedsSnapshot) > 0 && o.Placement == nil || plan.NeedsCubes && o.Slices.Cubes == nil ||
+			plan.NeedsHolders && o.Placement.Holders == nil {
 			var err error
 			if len(plan.NeedsSnapshot) > 0 && o.Placement == nil {
 				if o.Placement, err = r.observePlacement(ctx, js, plan.NeedsSnapshot); err != nil {
 					return policy.Plan{}, err
 				}
+			} else if plan.NeedsHolders && o.Placement.Holders == nil {
+				in := *o.Placement
+				if in.Holders, err = r.observeHolders(ctx, &in); err != nil {
+					return policy.Plan{}, err
+				}
+				o.Placement = &in
 			}
 			if plan.NeedsCubes && o.Slices.Cubes == nil {
 				slices := *o.Slices
@@ -275,6 +285,11 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 	}
 	if err := r.actSlices(ctx, js, p); err != nil {
 		errs = append(errs, err)
+	}
+	if err := r.markVictims(ctx, js, p.HotSwap); err != nil {
+		// Its Jobs wait: pinned to pools whose JobSet does not know it must
+		// leave, they would wait for ever.
+		return errors.Join(append(errs, err)...)
 	}
 	if err := r.actScheduling(ctx, js, p); err != nil {
 		// The Jobs wait for their groups: pods with no PodGroup would not schedule.

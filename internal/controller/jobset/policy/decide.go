@@ -36,6 +36,7 @@ var stages = []stage{
 	{"children", sortStage},
 	{"finished", finishedStage},
 	{"deadline", deadlineStage},
+	{"hot-swapped", hotSwappedStage},
 	{"restart", restartStage},
 	{"success", successStage},
 	{"service and claims", serviceStage},

@@ -32,6 +32,8 @@ func TestStageOrder(t *testing.T) {
 		{"children", "finished", "every later stage reads the sorted Jobs and the counts"},
 		{"finished", "deadline", "a finished JobSet is never failed by its deadline"},
 		{"deadline", "restart", "a deadline that ran out ends the JobSet before a restart renews it"},
+		{"finished", "hot-swapped", "a finished JobSet gives up nothing: its pools are free already"},
+		{"hot-swapped", "restart", "a victim's restart for the taker comes before its own failures are judged: its Jobs go either way, and it must not count"},
 		{"restart", "success", "a Job that failed goes to the failure policy before success is judged"},
 		{"pod creation", "jobs", "Jobs whose pods cannot be created let their domains go before more are created"},
 		{"refused jobs", "jobs", "Jobs the API server refused are not created again before the retry"},

@@ -111,6 +111,11 @@ type Plan struct {
 	// NeedsCubes: the plan would form Slices and was decided without the
 	// cubes; decide again with Observed.Slices.Cubes, like NeedsSnapshot.
 	NeedsCubes bool
+	// HotSwap are the JobSets whose pools this plan takes (they are marked
+	// before its Jobs are created); NeedsHolders: the plan would hot-swap
+	// and was decided without the holders' facts (Placement.Holders).
+	HotSwap      []Victim
+	NeedsHolders bool
 	// DeleteJobSet: the TTL after finishing has expired.
 	DeleteJobSet bool
 	RequeueAfter time.Duration

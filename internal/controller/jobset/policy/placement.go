@@ -40,6 +40,13 @@ type Placement struct {
 	// GroupLabel and SizeLabel are the node-selector keys that ask for
 	// one multislice group.
 	GroupLabel, SizeLabel string
+	// HotSwap: the manager lets a recovering JobSet take the pools of
+	// lower-priority ones when none is free (hotswap.go).
+	HotSwap bool
+	// Holders are the facts hot-swap needs of every JobSet holding a
+	// domain of the snapshots, by namespace/name; supplied when the
+	// decision without them asked (Plan.NeedsHolders).
+	Holders map[string]placement.Holder
 }
 
 // KeyPlacement is one key's domains from the domain cache
@@ -105,12 +112,17 @@ func place(o Observed, p *Plan, e *statusEditor) {
 	name := js.Namespace + "/" + js.Name
 	hold := map[string]map[string]string{}
 	var assigned []string
+	var swaps []Victim
 	for _, key := range slices.Sorted(maps.Keys(byKey)) {
 		kp, ok := in.Keys[key]
 		if !ok {
 			continue // not observed: the reconciler observes every key of placementKeys
 		}
-		me, result, held := placeKey(in, kp, key, name, js, byKey[key])
+		me, result, held, swap := placeKey(in, kp, key, name, js, byKey[key])
+		if result.Domains == nil && mayHotSwap(in, js) && in.Holders == nil {
+			p.NeedsHolders = true
+			return
+		}
 		if result.Domains == nil {
 			p.WaitForDomains = &me
 			p.Create, p.Resume = nil, nil
@@ -120,6 +132,9 @@ func place(o Observed, p *Plan, e *statusEditor) {
 		}
 		hold[key] = held
 		assigned = append(assigned, fmt.Sprintf("%s: %s", key, summary(held)))
+		if swap != nil {
+			swaps = append(swaps, took(in, swap)...)
+		}
 	}
 	for _, j := range jobs { // built fresh or copied by Decide: ours to change
 		key := placedKey(j.Annotations)
@@ -133,13 +148,21 @@ func place(o Observed, p *Plan, e *statusEditor) {
 		return
 	}
 	p.HoldDomains = hold
-	e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason,
-		"each child Job has its own "+strings.Join(assigned, "; "), corev1.EventTypeNormal)
+	msg := "each child Job has its own " + strings.Join(assigned, "; ")
+	if len(swaps) > 0 {
+		p.HotSwap = swaps
+		msg += "; " + swapText(in, swaps)
+		e.set(TopologyAssigned, metav1.ConditionTrue, api.HotSwapReason, msg, corev1.EventTypeWarning)
+	} else {
+		e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, msg, corev1.EventTypeNormal)
+	}
+	poolsBack(js, e)
 }
 
 // placeKey decides the domains of one key for jobs: held is every Job of
-// the JobSet's domain of this key, those it keeps and those it gets.
-func placeKey(in *Placement, kp KeyPlacement, key, name string, js *api.JobSet, jobs []*batchv1.Job) (placement.Waiter, placement.Result, map[string]string) {
+// the JobSet's domain of this key, those it keeps and those it gets; swap
+// is set when it gets them by hot-swap.
+func placeKey(in *Placement, kp KeyPlacement, key, name string, js *api.JobSet, jobs []*batchv1.Job) (placement.Waiter, placement.Result, map[string]string, *placement.Swap) {
 	// What this JobSet holds is read from its Jobs in the cluster (their
 	// pins survive a restart of the manager); memory adds only the Jobs of
 	// this request not created yet, so a Job scaled away frees its domain.
@@ -155,14 +178,20 @@ func placeKey(in *Placement, kp KeyPlacement, key, name string, js *api.JobSet, 
 	me := placement.Waiter{JobSet: name, Key: key, Priority: in.Priority, Created: js.CreationTimestamp.Time,
 		Request: request(in, key, name, jobs, mine)}
 	result := placement.Decide(me, mine, kp.Snapshot)
+	var swap *placement.Swap
+	if result.Domains == nil && mayHotSwap(in, js) && in.Holders != nil {
+		if s, ok := placement.HotSwap(me, mine, kp.Snapshot, in.Holders); ok {
+			result.Domains, swap = s.Domains, &s
+		}
+	}
 	if result.Domains == nil {
-		return me, result, nil
+		return me, result, nil, nil
 	}
 	held := mine
 	for _, j := range jobs {
 		held[j.Name] = result.Domains[j.Name]
 	}
-	return me, result, held
+	return me, result, held, swap
 }
 
 // whyFor names the replicated jobs that wait when a JobSet places its

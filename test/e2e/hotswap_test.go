@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/test/framework"
+)
+
+// TestHotSwap: a group of three pools and no spare, the cloud's capacity
+// exhausted; a low-priority 1-slice JobSet and a high-priority 2-slice one
+// fill it. A host of the high one fails: it takes the low one's pool and
+// runs again; the low one says who took it, holds no pool, and runs
+// again once capacity returns and the cloud repairs the broken pool.
+func TestHotSwap(t *testing.T) {
+	framework.RequireE2E(t)
+	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 3}")
+	c, _ := framework.StartCluster(t, "--fleet", fleetFile, "--repair-delay=2s")
+	ctx := context.Background()
+	for name, value := range map[string]int32{"hotswap-high": 1000, "hotswap-low": 100} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if err := c.Objects.Create(ctx, pc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	low := prioritySeed(t, "low", "hotswap-low", 1)
+	high := prioritySeed(t, "high", "hotswap-high", 2)
+	for _, js := range []*api.JobSet{low, high} {
+		if err := c.Objects.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPodsRunning(t, c, "low", 2, 60*time.Second)
+	waitPodsRunning(t, c, "high", 4, 60*time.Second)
+	lowPool := poolOf(t, c, "low-slice-0")
+	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=2")
+	broken := poolOf(t, c, "high-slice-1")
+	began := time.Now()
+	c.MustRun("chaos", "fail-host", "--nodepool", broken)
+
+	// The high one runs again, on its healthy pool and the low one's.
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		pools := runningPoolsAt(t, c, "high", 1)
+		return len(pools) == 2 && pools[lowPool] && !pools[broken], fmt.Sprintf("high's pods Running at attempt 1 on %v", pools)
+	})
+	t.Logf("hot-swap: high Running again on %s (low's pool) %.1fs after host 0 of %s failed (10 s of it the NotReady grace)",
+		lowPool, time.Since(began).Seconds(), broken)
+	got := getJobSet(t, c, "high")
+	if cond := condition(got, string(api.JobSetTopologyAssigned)); cond == nil || cond.Reason != api.HotSwapReason || !strings.Contains(cond.Message, "default/low") {
+		t.Errorf("high's TopologyAssigned %+v, want %s naming default/low", cond, api.HotSwapReason)
+	}
+
+	// The low one waits: it says who took its pool, and holds none.
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		got := getJobSet(t, c, "low")
+		cond := condition(got, string(api.JobSetHotSwapped))
+		return cond != nil && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, "default/high") &&
+				scheduledPods(t, c, "low") == 0 && len(pinnedJobs(t, c, "low")) == 0,
+			fmt.Sprintf("low: HotSwapped %+v, %d pods on nodes, pinned Jobs %v", cond, scheduledPods(t, c, "low"), pinnedJobs(t, c, "low"))
+	})
+	got = getJobSet(t, c, "low")
+	if got.Status.RestartsCountTowardsMax != 0 || got.Status.Restarts != 1 {
+		t.Errorf("low: restarts %d (towards max %d), want 1 (0): losing its pools is not its failure", got.Status.Restarts, got.Status.RestartsCountTowardsMax)
+	}
+	if out := c.MustRun("status", "low"); !strings.Contains(out, "default/high") {
+		t.Errorf("multislice status low does not name the taker:\n%s", out)
+	}
+
+	// Capacity returns: the cloud repairs the broken pool, and low runs there.
+	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=0")
+	waitPodsRunning(t, c, "low", 2, 90*time.Second)
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cond := condition(getJobSet(t, c, "low"), string(api.JobSetHotSwapped))
+		return cond != nil && cond.Status == metav1.ConditionFalse, fmt.Sprintf("low's HotSwapped %+v", cond)
+	})
+	if p := poolOf(t, c, "low-slice-0"); p != broken {
+		t.Errorf("low runs on %s, want the repaired %s", p, broken)
+	}
+	if n := runningPods(t, c, "high"); n != 4 {
+		t.Errorf("high has %d pods Running after low came back, want 4", n)
+	}
+}
+
+// prioritySeed is the seed JobSet as one of several sharing a group: n
+// slices, priority class pc, and no affinity keeping other JobSets out of
+// the group (placement keeps them off its pools).
+func prioritySeed(t *testing.T, name, pc string, n int32) *api.JobSet {
+	js := seedCopy(t, name, "")
+	rj := &js.Spec.ReplicatedJobs[0]
+	rj.Replicas = n
+	spec := &rj.Template.Spec.Template.Spec
+	spec.Affinity = nil
+	spec.PriorityClassName = pc
+	spec.NodeSelector[gke.MultisliceGroupSizeLabel] = "3"
+	js.Spec.FailurePolicy.MaxRestarts = 10
+	return js
+}
+
+// runningPoolsAt are the pools the JobSet's pods of one attempt run on.
+func runningPoolsAt(t *testing.T, c *framework.Cluster, jobset string, attempt int) map[string]bool {
+	pools := map[string]bool{}
+	nodes := nodePools(t, c)
+	for _, p := range jobsetPods(t, c, jobset) {
+		if p.Status.Phase == "Running" && p.DeletionTimestamp == nil && p.Labels[api.RestartsKey] == fmt.Sprint(attempt) {
+			pools[nodes[p.Spec.NodeName]] = true
+		}
+	}
+	return pools
+}
+
+// nodePools maps each node to its pool.
+func nodePools(t *testing.T, c *framework.Cluster) map[string]string {
+	nodes, err := c.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range nodes.Items {
+		out[n.Name] = n.Labels[gke.NodePoolLabel]
+	}
+	return out
+}
+
+// pinnedJobs are the JobSet's Jobs pinned to a pool (they hold it).
+func pinnedJobs(t *testing.T, c *framework.Cluster, jobset string) []string {
+	var out []string
+	for _, j := range jobsOf(t, c, jobset) {
+		if j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] != "" && j.DeletionTimestamp == nil {
+			out = append(out, j.Name)
+		}
+	}
+	return out
+}
