@@ -147,12 +147,16 @@ func place(o Observed, p *Plan, e *statusEditor) {
 	if len(hold) == 0 {
 		return
 	}
-	p.HoldDomains = hold
+	p.HoldDomains, p.HotSwap = hold, swaps
+	assignedCondition(in, js, assigned, swaps, e)
+}
+
+// assignedCondition says where the Jobs went and, after a hot-swap, whose
+// pools they took; a victim placed again settles its HotSwapped.
+func assignedCondition(in *Placement, js *api.JobSet, assigned []string, swaps []Victim, e *statusEditor) {
 	msg := "each child Job has its own " + strings.Join(assigned, "; ")
 	if len(swaps) > 0 {
-		p.HotSwap = swaps
-		msg += "; " + swapText(in, swaps)
-		e.set(TopologyAssigned, metav1.ConditionTrue, api.HotSwapReason, msg, corev1.EventTypeWarning)
+		e.set(TopologyAssigned, metav1.ConditionTrue, api.HotSwapReason, msg+"; "+swapText(in, swaps), corev1.EventTypeWarning)
 	} else {
 		e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, msg, corev1.EventTypeNormal)
 	}
