@@ -101,13 +101,7 @@ func place(o Observed, p *Plan, e *statusEditor) {
 	}
 	// Assign every Job of the attempt at once, including those still waiting
 	// for their previous incarnation to go: a restart is a gang too.
-	all := append(append([]*batchv1.Job(nil), jobs...), p.Pending...)
-	byKey := map[string][]*batchv1.Job{}
-	for _, j := range all {
-		if k := placedKey(j.Annotations); k != "" {
-			byKey[k] = append(byKey[k], j)
-		}
-	}
+	byKey := jobsByKey(append(append([]*batchv1.Job(nil), jobs...), p.Pending...))
 	js := o.JobSet
 	name := js.Namespace + "/" + js.Name
 	hold := map[string]map[string]string{}
@@ -161,6 +155,17 @@ func assignedCondition(in *Placement, js *api.JobSet, assigned []string, swaps [
 		e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, msg, corev1.EventTypeNormal)
 	}
 	poolsBack(js, e)
+}
+
+// jobsByKey groups the Jobs placement places by their exclusive key.
+func jobsByKey(jobs []*batchv1.Job) map[string][]*batchv1.Job {
+	byKey := map[string][]*batchv1.Job{}
+	for _, j := range jobs {
+		if k := placedKey(j.Annotations); k != "" {
+			byKey[k] = append(byKey[k], j)
+		}
+	}
+	return byKey
 }
 
 // placeKey decides the domains of one key for jobs: held is every Job of
