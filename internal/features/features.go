@@ -20,6 +20,7 @@ const (
 	MutablePodResources       = "MutablePodResourcesForSuspendedJobSets"
 	WorkloadAwareScheduling   = "JobSetWorkloadAwareSchedulingAPI"
 	DynamicSlicing            = "DynamicSlicing"
+	RestartBudgets            = "RestartBudgets"
 )
 
 // Gate describes one feature gate.
@@ -42,13 +43,14 @@ var All = []Gate{
 	{ActiveDeadlineSeconds, false, "alpha", "spec.activeDeadlineSeconds (KEP-1186): past it, counted from status.startTime (suspended time excluded, restarts included), every child Job stops and the JobSet fails (DeadlineExceeded); off: the field is kept but not enforced, and admission warns"},
 	{MutablePodResources, false, "alpha", "while a JobSet is suspended its pod templates' container and pod resources may change (KEP-1150: Kueue and DWS right-size it); the change reaches the child Jobs when it resumes (the Jobs' own MutablePodResourcesForSuspendedJobs, Kubernetes 1.36+); off: immutable"},
 	{DynamicSlicing, false, "gke", "GKE's dynamic slicing (tpu7x): Jobs whose pods carry cloud.google.com/gke-tpu-slice-topology get Slices (accelerator.gke.io/v1beta1) stitched from adjacent free 4x4x4 sub-blocks and start pinned to them once they are Ready; the manager also judges every Slice's readiness. Needs the Slice CRD (multislice up installs it; on GKE, GKE's slice controller owns it, so leave this off there). On in the local cluster"},
+	{RestartBudgets, false, "ahead", "restart budgets (kubernetes-sigs/jobset #976, #1129 B): replicatedJobs[].failurePolicy.maxRestarts bounds the restarts that replicated job's failures cause, and restarts the infrastructure causes (a slice failed by slice health, a hot-swap) count only in status.infrastructureRestarts, bounded by failurePolicy.maxInfrastructureRestarts (unset: unlimited); off: the fields are refused at admission and every restart counts as upstream's"},
 	{WorkloadAwareScheduling, false, "alpha", "spec.scheduling (KEP-969): a scheduling.k8s.io/v1beta1 Workload and PodGroups per JobSet, its pods pointed at them, so kube-scheduler gangs them (the API server serving scheduling.k8s.io/v1beta1 and the scheduler, both with GenericWorkload); off: refused at admission"},
 }
 
 // Gates are the values in force.
 type Gates struct {
 	RestartJob, InPlaceRestart, ElasticJobSet, ExecutionAttemptsTracking, ActiveDeadlineSeconds, MutablePodResources bool
-	WorkloadAwareScheduling, DynamicSlicing                                                                          bool
+	WorkloadAwareScheduling, DynamicSlicing, RestartBudgets                                                          bool
 }
 
 // Defaults are the gates with no flag given.
@@ -79,6 +81,7 @@ func Parse(s string) (Gates, error) {
 		ElasticJobSet: values[ElasticJobSet], ExecutionAttemptsTracking: values[ExecutionAttemptsTracking],
 		ActiveDeadlineSeconds: values[ActiveDeadlineSeconds], MutablePodResources: values[MutablePodResources],
 		WorkloadAwareScheduling: values[WorkloadAwareScheduling], DynamicSlicing: values[DynamicSlicing],
+		RestartBudgets: values[RestartBudgets],
 	}, nil
 }
 

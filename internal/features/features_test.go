@@ -17,7 +17,7 @@ func TestParse(t *testing.T) {
 		{"RestartJob", Gates{}, `"RestartJob": want Name=true|false`},
 		{"RestartJob=yes", Gates{}, "want Name=true|false"},
 		{"JobSetActiveDeadlineSeconds=true", Gates{ActiveDeadlineSeconds: true}, ""},
-		{"Nope=true", Gates{}, "ElasticJobSet, ExecutionAttemptsTracking, InPlaceRestart, JobSetActiveDeadlineSeconds, JobSetWorkloadAwareSchedulingAPI, MutablePodResourcesForSuspendedJobSets, RestartJob"},
+		{"Nope=true", Gates{}, "ElasticJobSet, ExecutionAttemptsTracking, InPlaceRestart, JobSetActiveDeadlineSeconds, JobSetWorkloadAwareSchedulingAPI, MutablePodResourcesForSuspendedJobSets, RestartBudgets, RestartJob"},
 	} {
 		got, err := Parse(tc.in)
 		if tc.err != "" {

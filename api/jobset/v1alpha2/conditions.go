@@ -37,6 +37,12 @@ const (
 	ReachedMaxRestartsReason  = "ReachedMaxRestarts"
 	ReachedMaxRestartsMessage = "jobset failed due to reaching max number of restarts"
 
+	// ReachedReplicatedJobMaxRestartsReason and
+	// ReachedMaxInfrastructureRestartsReason: a restart budget is spent
+	// (Multislice's own, RestartBudgets gate).
+	ReachedReplicatedJobMaxRestartsReason  = "ReachedReplicatedJobMaxRestarts"
+	ReachedMaxInfrastructureRestartsReason = "ReachedMaxInfrastructureRestarts"
+
 	// DeadlineExceededReason: spec.activeDeadlineSeconds ran out (KEP-1186).
 	DeadlineExceededReason = "DeadlineExceeded"
 

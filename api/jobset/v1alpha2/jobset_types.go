@@ -106,6 +106,13 @@ type JobSetStatus struct {
 	// +optional
 	RestartsCountTowardsMax int32 `json:"restartsCountTowardsMax,omitempty"`
 
+	// infrastructureRestarts counts the restarts the infrastructure caused
+	// (a failed slice, a hot-swap, maintenance): with the RestartBudgets
+	// gate they count neither against maxRestarts nor against a replicated
+	// job's budget, only against failurePolicy.maxInfrastructureRestarts.
+	// +optional
+	InfrastructureRestarts int32 `json:"infrastructureRestarts,omitempty"`
+
 	// terminalState is Completed or Failed once the JobSet has finished.
 	// +optional
 	TerminalState string `json:"terminalState,omitempty"`
@@ -183,6 +190,11 @@ type ReplicatedJobStatus struct {
 	// +listType=atomic
 	// +optional
 	JobRestartsCountTowardsMax []int32 `json:"jobRestartsCountTowardsMax,omitempty"`
+
+	// restartsCountTowardsMax counts the counted restarts of the whole
+	// JobSet this replicated job's failures caused (RestartBudgets gate).
+	// +optional
+	RestartsCountTowardsMax int32 `json:"restartsCountTowardsMax,omitempty"`
 }
 
 // JobSet runs groups of Jobs as one workload: a multislice training run is
@@ -244,6 +256,21 @@ type ReplicatedJob struct {
 	// +listType=map
 	// +listMapKey=name
 	DependsOn []DependsOn `json:"dependsOn,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+
+	// failurePolicy is this replicated job's own restart budget
+	// (Multislice's, RestartBudgets gate; kubernetes-sigs/jobset #1129 B).
+	// +optional
+	FailurePolicy *ReplicatedJobFailurePolicy `json:"failurePolicy,omitempty"`
+}
+
+// ReplicatedJobFailurePolicy bounds the restarts one replicated job causes.
+type ReplicatedJobFailurePolicy struct {
+	// maxRestarts bounds the counted restarts caused by a failure of this
+	// replicated job's Jobs (replicatedJobsStatus[].restartsCountTowardsMax);
+	// past it the JobSet fails, naming the replicated job. Failures of
+	// other replicated jobs, and of the infrastructure, do not use it up.
+	// +kubebuilder:validation:Minimum=0
+	MaxRestarts int32 `json:"maxRestarts"`
 }
 
 // DependsOn names an earlier replicated job and the status to wait for.
@@ -351,6 +378,13 @@ type FailurePolicy struct {
 
 	// rules, tried in order; when none matches, RestartJobSet applies.
 	Rules []FailurePolicyRule `json:"rules,omitempty"`
+
+	// maxInfrastructureRestarts bounds the restarts the infrastructure
+	// causes (status.infrastructureRestarts; RestartBudgets gate). Unset:
+	// unlimited, a failing cloud never fails the JobSet by itself.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxInfrastructureRestarts *int32 `json:"maxInfrastructureRestarts,omitempty"`
 }
 
 // JobSetRestartStrategy is how a restart recreates the Jobs.

@@ -75,6 +75,7 @@ func ValidateCreate(js *api.JobSet, gates features.Gates) field.ErrorList {
 	if fp := js.Spec.FailurePolicy; fp != nil && fp.MaxRestarts < 0 {
 		errs = append(errs, field.Invalid(spec.Child("failurePolicy", "maxRestarts"), fp.MaxRestarts, "must be 0 or more (0: the first failure fails the JobSet)"))
 	}
+	errs = append(errs, validateBudgets(js, gates, spec)...)
 	errs = append(errs, validateExclusiveKeys(js)...)
 	errs = append(errs, tpujob.CheckJobSet(js).Errors...)
 	if m := js.Spec.ManagedBy; m != nil {
@@ -224,6 +225,43 @@ func validateFailurePolicy(js *api.JobSet, rjobs map[string]*api.ReplicatedJob, 
 						fmt.Sprintf("single-Job restarts allow at most 1024 replicas per replicated job; %s has %d", name, rj.Replicas)))
 				}
 			}
+		}
+	}
+	return errs
+}
+
+// validateBudgets checks the restart budgets (RestartBudgets gate): each
+// replicated job's at least 0 and at most the JobSet's maxRestarts, which
+// bounds every counted restart anyway; the infrastructure's at least 0.
+func validateBudgets(js *api.JobSet, gates features.Gates, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	fp := js.Spec.FailurePolicy
+	gateOff := "needs the manager's feature gate " + features.RestartBudgets + " (multislice manager --feature-gates=" + features.RestartBudgets + "=true); or remove it"
+	if fp != nil && fp.MaxInfrastructureRestarts != nil {
+		p := spec.Child("failurePolicy", "maxInfrastructureRestarts")
+		if !gates.RestartBudgets {
+			errs = append(errs, field.Forbidden(p, gateOff))
+		} else if *fp.MaxInfrastructureRestarts < 0 {
+			errs = append(errs, field.Invalid(p, *fp.MaxInfrastructureRestarts, "must be 0 or more; leave it unset for no limit"))
+		}
+	}
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if rj.FailurePolicy == nil {
+			continue
+		}
+		rp := spec.Child("replicatedJobs").Index(i).Child("failurePolicy")
+		p := rp.Child("maxRestarts")
+		max := int32(0)
+		if fp != nil {
+			max = fp.MaxRestarts
+		}
+		switch n := rj.FailurePolicy.MaxRestarts; {
+		case !gates.RestartBudgets:
+			errs = append(errs, field.Forbidden(rp, gateOff))
+		case n < 0:
+			errs = append(errs, field.Invalid(p, n, "must be 0 or more (0: the first failure of "+rj.Name+" fails the JobSet)"))
+		case n > max:
+			errs = append(errs, field.Invalid(p, n, fmt.Sprintf("must be at most spec.failurePolicy.maxRestarts (%d), which bounds every counted restart: raise that, or lower this", max)))
 		}
 	}
 	return errs

@@ -120,6 +120,15 @@ func TestValidateGangResize(t *testing.T) {
 	}
 }
 
+// budget gives the first replicated job a restart budget of n under a
+// JobSet maxRestarts of max.
+func budget(n, max int32) func(*api.JobSet) {
+	return func(js *api.JobSet) {
+		js.Spec.FailurePolicy = &api.FailurePolicy{MaxRestarts: max}
+		js.Spec.ReplicatedJobs[0].FailurePolicy = &api.ReplicatedJobFailurePolicy{MaxRestarts: n}
+	}
+}
+
 func TestValidateCreate(t *testing.T) {
 	rjob := func(edit func(*api.ReplicatedJob)) func(*api.JobSet) {
 		return func(js *api.JobSet) { edit(&js.Spec.ReplicatedJobs[0]) }
@@ -181,6 +190,15 @@ func TestValidateCreate(t *testing.T) {
 		{"claim template no container mounts", features.Gates{}, func(js *api.JobSet) {
 			js.Spec.VolumeClaimPolicies = []api.VolumeClaimPolicy{{Templates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "ckpt"}}}}}
 		}, "no container mounts it: add a volumeMount named ckpt"},
+		{"a replicated job's budget without its gate", features.Gates{}, budget(1, 4),
+			"spec.replicatedJobs[0].failurePolicy: Forbidden: needs the manager's feature gate RestartBudgets"},
+		{"a replicated job's budget", features.Gates{RestartBudgets: true}, budget(1, 4), ""},
+		{"a budget below zero", features.Gates{RestartBudgets: true}, budget(-1, 4), "spec.replicatedJobs[0].failurePolicy.maxRestarts: Invalid value: -1: must be 0 or more"},
+		{"a budget above the JobSet's maxRestarts", features.Gates{RestartBudgets: true}, budget(5, 4),
+			"spec.replicatedJobs[0].failurePolicy.maxRestarts: Invalid value: 5: must be at most spec.failurePolicy.maxRestarts (4)"},
+		{"an infrastructure limit below zero", features.Gates{RestartBudgets: true}, func(js *api.JobSet) {
+			js.Spec.FailurePolicy = &api.FailurePolicy{MaxInfrastructureRestarts: ptr.To(int32(-1))}
+		}, "spec.failurePolicy.maxInfrastructureRestarts: Invalid value: -1"},
 		{"InPlaceRestart without its gate", features.Gates{}, inPlace, "spec.failurePolicy.restartStrategy: Forbidden: InPlaceRestart needs the InPlaceRestart feature gate"},
 		{"InPlaceRestart with its gate", features.Gates{InPlaceRestart: true}, inPlace, ""},
 		{"InPlaceRestart needs backoffLimit MaxInt32", features.Gates{InPlaceRestart: true}, func(js *api.JobSet) {

@@ -130,6 +130,7 @@ func replicatedJobsStatus(js *api.JobSet, c children) []api.ReplicatedJobStatus 
 		for _, old := range js.Status.ReplicatedJobsStatus {
 			if old.Name == rj.Name {
 				out[i].JobRestarts, out[i].JobRestartsCountTowardsMax = old.JobRestarts, old.JobRestartsCountTowardsMax
+				out[i].RestartsCountTowardsMax = old.RestartsCountTowardsMax
 			}
 		}
 		byRJob[rj.Name] = &out[i]

@@ -80,13 +80,17 @@ func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, gates featu
 		}
 	}
 	used := js.Status.RestartsCountTowardsMax + sumJobRestartsTowardsMax(js)
+	infra := gates.RestartBudgets && causedByInfrastructure(job)
 	switch action {
 	case api.FailJobSet:
 		e.fail(api.FailJobSetActionReason, withFirstFailed(api.FailJobSetActionMessage, job))
 	case api.RestartJobSet, api.RestartJobSetAndIgnoreMaxRestarts:
-		counts := action == api.RestartJobSet
+		counts := action == api.RestartJobSet && !infra
 		if counts && used >= fp.MaxRestarts {
 			e.fail(api.ReachedMaxRestartsReason, withFirstFailed(api.ReachedMaxRestartsMessage, job))
+			return
+		}
+		if !spendBudget(js, e, gates, counts, infra, job) {
 			return
 		}
 		eventReason, msg := api.RestartJobSetAndIgnoreMaxRestartsActionReason, "applying RestartJobSetAndIgnoreMaxRestarts failure policy action"
@@ -96,9 +100,12 @@ func applyFailurePolicy(js *api.JobSet, c children, e *statusEditor, gates featu
 		restartAll(e, gates, counts, reason)
 		e.event(corev1.EventTypeWarning, eventReason, withFirstFailed(msg, job))
 	case api.RestartJob, api.RestartJobAndIgnoreMaxRestarts:
-		counts := action == api.RestartJob
+		counts := action == api.RestartJob && !infra
 		if counts && used >= fp.MaxRestarts {
 			e.fail(api.ReachedMaxRestartsReason, withFirstFailed(api.ReachedMaxRestartsMessage, job))
+			return
+		}
+		if !spendBudget(js, e, gates, counts, infra, job) {
 			return
 		}
 		restartOneJob(js, e, job, counts)

@@ -91,6 +91,9 @@ func hotSwappedStage(d *decision) bool {
 	if by == "" || js.Annotations[api.HotSwappedAttemptAnnotation] != strconv.Itoa(int(js.Status.Restarts)) || d.suspended {
 		return false
 	}
+	if d.o.Gates.RestartBudgets && !spendInfrastructure(js, d.e, "a hot-swap by "+by+" took its pools") {
+		return true
+	}
 	restartAll(d.e, d.o.Gates, false, api.PoolsTakenReason)
 	d.e.put(api.JobSetHotSwapped, metav1.ConditionTrue, api.PoolsTakenReason,
 		fmt.Sprintf("its pools were taken by %s, of higher priority, whose slice failed with no healthy spare left; it waits for pools in its place in the queue and runs again when they free up", by),
