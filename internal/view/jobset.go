@@ -41,6 +41,36 @@ type JobSet struct {
 	Queue *QueuePlace `json:"queue,omitempty"`
 	// HotSwap says which side of a hot-swap it is on, if any (HotSwapOf).
 	HotSwap string `json:"hotSwap,omitempty"`
+	// InfrastructureRestarts and Budgets are the restart budgets'
+	// (RestartBudgets gate): restarts the infrastructure caused, and each
+	// budgeted replicated job's counted restarts against its maximum.
+	InfrastructureRestarts int32    `json:"infrastructureRestarts,omitempty"`
+	Budgets                []Budget `json:"budgets,omitempty"`
+}
+
+// Budget is one replicated job's restart budget and what it has used.
+type Budget struct {
+	ReplicatedJob string `json:"replicatedJob"`
+	Used          int32  `json:"used"`
+	Max           int32  `json:"max"`
+}
+
+// budgets lists the replicated jobs' restart budgets, in spec order.
+func budgets(js *api.JobSet) []Budget {
+	var out []Budget
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.FailurePolicy == nil {
+			continue
+		}
+		b := Budget{ReplicatedJob: rj.Name, Max: rj.FailurePolicy.MaxRestarts}
+		for _, s := range js.Status.ReplicatedJobsStatus {
+			if s.Name == rj.Name {
+				b.Used = s.RestartsCountTowardsMax
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // HotSwapOf is a JobSet's side of a hot-swap: the victim's while it
@@ -89,7 +119,8 @@ type Worker struct {
 // Summarize builds the view of one JobSet from its Jobs, pods and events.
 func Summarize(js *api.JobSet, jobs []batchv1.Job, pods []corev1.Pod, events []corev1.Event) JobSet {
 	v := JobSet{Name: js.Name, Namespace: js.Namespace, State: workload.State(js), Restarts: js.Status.Restarts, Conditions: js.Status.Conditions,
-		InPlaceAttempt: js.Status.CurrentInPlaceRestartAttempt, HotSwap: HotSwapOf(js)}
+		InPlaceAttempt: js.Status.CurrentInPlaceRestartAttempt, HotSwap: HotSwapOf(js),
+		InfrastructureRestarts: js.Status.InfrastructureRestarts, Budgets: budgets(js)}
 	if js.Spec.FailurePolicy != nil {
 		v.MaxRestarts = js.Spec.FailurePolicy.MaxRestarts
 	}

@@ -21,7 +21,14 @@ import (
 
 // Print writes a JobSet's view as tables.
 func Print(out io.Writer, v view.JobSet) {
-	fmt.Fprintf(out, "JobSet %s/%s: %s, restarts %d (max %d)", v.Namespace, v.Name, v.State, v.Restarts, v.MaxRestarts)
+	fmt.Fprintf(out, "JobSet %s/%s: %s, restarts %d (max %d", v.Namespace, v.Name, v.State, v.Restarts, v.MaxRestarts)
+	if v.InfrastructureRestarts > 0 {
+		fmt.Fprintf(out, "; infrastructure %d", v.InfrastructureRestarts)
+	}
+	for _, b := range v.Budgets {
+		fmt.Fprintf(out, "; %s %d of %d", b.ReplicatedJob, b.Used, b.Max)
+	}
+	fmt.Fprint(out, ")")
 	if v.InPlaceAttempt != nil {
 		fmt.Fprintf(out, ", in-place attempt %d (ATTEMPT: restarts/in-place)", *v.InPlaceAttempt)
 	}
