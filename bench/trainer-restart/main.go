@@ -103,7 +103,7 @@ func run(bin string, rounds int, hostLost bool) error {
 			}
 			byKind[kind] = append(byKind[kind], split)
 			fmt.Printf("round %d %-8s fault to every worker's first step after resuming: %5.2fs (%s); load %s\n",
-				r, kind, sum(split).Seconds(), describe(split), loadAverage())
+				r, kind, sum(split).Seconds(), describe(split), framework.LoadAverage())
 		}
 	}
 	var lost [][]time.Duration
@@ -114,7 +114,7 @@ func run(bin string, rounds int, hostLost bool) error {
 		}
 		lost = append(lost, split)
 		fmt.Printf("round %d host lost (the coordinator's, in place): NotReady after %.2fs (the node monitor's grace), slice failed %.2fs later (slice health's grace: 10s), every worker's first step after resuming %.2fs later; load %s\n",
-			r, split[0].Seconds(), split[1].Seconds(), split[2].Seconds(), loadAverage())
+			r, split[0].Seconds(), split[1].Seconds(), split[2].Seconds(), framework.LoadAverage())
 	}
 	if hostLost {
 		m := medians(lost)
@@ -470,11 +470,3 @@ func medians(rounds [][]time.Duration) []time.Duration {
 	return out
 }
 
-func loadAverage() string {
-	data, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}

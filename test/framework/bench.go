@@ -125,3 +125,17 @@ func (c *Cluster) CPUSince(before map[string]time.Duration) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// LoadAverage is the machine's 1, 5 and 15 minute load averages, for
+// benches to print beside their figures.
+func LoadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
