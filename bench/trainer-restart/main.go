@@ -469,4 +469,3 @@ func medians(rounds [][]time.Duration) []time.Duration {
 	}
 	return out
 }
-
