@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -32,11 +33,14 @@ func TestRestartBudgets(t *testing.T) {
 	loader.Template.Spec.Template.Annotations = map[string]string{"multislice.dev/simulate-run": "10s", "multislice.dev/simulate-exit-code": "1"}
 	loader.Template.Spec.Template.Spec = corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 		Containers: []corev1.Container{{Name: "loader", Image: "busybox"}}}
+	// The loader is no slice: only the slices are placed one per pool.
+	delete(js.Annotations, api.ExclusiveKey)
+	js.Spec.ReplicatedJobs[0].Template.Annotations = map[string]string{api.ExclusiveKey: gke.NodePoolLabel}
 	js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, loader)
 	if err := c.Objects.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}
-	waitRunning(t, ctx, c, 0, anyName)
+	waitPodsRunning(t, c, "multislice-job", 9, 60*time.Second) // 4 slices x 2 and the loader
 	c.MustRun("chaos", "maintenance", "--nodepool", poolOfSlice(t, ctx, c, 1))
 	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
 		got := getJobSet(t, c, "multislice-job")
