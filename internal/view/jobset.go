@@ -39,6 +39,8 @@ type JobSet struct {
 	Events     []string           `json:"events"`
 	// Queue is where it stands while it waits for capacity (PlaceInQueue).
 	Queue *QueuePlace `json:"queue,omitempty"`
+	// Kueue is its Workload's admission, for a JobSet in a Kueue queue.
+	Kueue *KueueAdmission `json:"kueue,omitempty"`
 	// HotSwap says which side of a hot-swap it is on, if any (HotSwapOf).
 	HotSwap string `json:"hotSwap,omitempty"`
 	// InfrastructureRestarts and Budgets are the restart budgets'

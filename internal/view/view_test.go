@@ -198,3 +198,25 @@ func TestHotSwapOf(t *testing.T) {
 		}
 	}
 }
+
+func TestAdmissionOf(t *testing.T) {
+	cond := func(typ, status, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg}
+	}
+	for _, tc := range []struct {
+		conds     []metav1.Condition
+		state, why string
+	}{
+		{nil, "pending", ""},
+		{[]metav1.Condition{cond("QuotaReserved", "False", "Pending", "couldn't assign flavors to pod set slice: insufficient quota for google.com/tpu")},
+			"pending", "Pending: couldn't assign flavors to pod set slice: insufficient quota for google.com/tpu"},
+		{[]metav1.Condition{cond("QuotaReserved", "True", "QuotaReserved", "")}, "quota reserved", "waiting for its admission checks"},
+		{[]metav1.Condition{cond("QuotaReserved", "True", "", ""), cond("Admitted", "True", "Admitted", "")}, "admitted", ""},
+		{[]metav1.Condition{cond("Admitted", "True", "", ""), cond("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout")},
+			"evicted", "PodsReadyTimeout: Exceeded the PodsReady timeout"},
+	} {
+		if got := AdmissionOf("w", "lq", tc.conds); got.State != tc.state || got.Why != tc.why {
+			t.Errorf("AdmissionOf(%v) = %+v, want %s (%s)", tc.conds, got, tc.state, tc.why)
+		}
+	}
+}

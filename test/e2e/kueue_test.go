@@ -133,6 +133,9 @@ capacity:
 	if w := workloadOf(t, dyn, "seed-b"); !admitted(w) {
 		t.Errorf("seed-b's Workload lost its admission with a slice restart")
 	}
+	if out := c.MustRun("status", "seed-b"); !strings.Contains(out, "KUEUE: Workload ") || !strings.Contains(out, ": admitted") {
+		t.Errorf("multislice status seed-b does not show its Workload admitted:\n%s", out)
+	}
 	if err := cl.Delete(ctx, getJobSet(t, c, "seed-b"), client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,17 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/view"
+	"github.com/multislice/multislice/internal/workload"
 )
 
 // Print writes a JobSet's view as tables.
@@ -72,6 +77,13 @@ func Print(out io.Writer, v view.JobSet) {
 		for _, a := range q.Ahead {
 			fmt.Fprintf(out, "  ahead: %s/%s (priority %d, %d slices)\n", a.Namespace, a.Name, a.Priority, a.Slices)
 		}
+	}
+	if k := v.Kueue; k != nil {
+		fmt.Fprintf(out, "\nKUEUE: Workload %s in LocalQueue %s: %s", k.Workload, k.Queue, k.State)
+		if k.Why != "" {
+			fmt.Fprintf(out, " (%s)", k.Why)
+		}
+		fmt.Fprintln(out)
 	}
 	fmt.Fprintln(out, "\nCONDITIONS")
 	for _, c := range v.Conditions {
@@ -155,7 +167,40 @@ func observe(ctx context.Context, c client.Client, namespace, name string) (view
 	if view.WaitingForCapacity(&js) {
 		v.Queue = queuePlace(ctx, c, &js)
 	}
+	if q := js.Labels[workload.QueueLabel]; q != "" {
+		v.Kueue = kueueAdmission(ctx, c, &js, q)
+	}
 	return v, nil
+}
+
+// kueueAdmission finds the JobSet's Workload (owned by it); nil when
+// Kueue is not installed, this user may not list Workloads, or Kueue has
+// not made one yet.
+func kueueAdmission(ctx context.Context, c client.Client, js *api.JobSet, queue string) *view.KueueAdmission {
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta1", Kind: "WorkloadList"})
+	if err := c.List(ctx, &list, client.InNamespace(js.Namespace)); err != nil {
+		return nil
+	}
+	for i := range list.Items {
+		w := &list.Items[i]
+		for _, o := range w.GetOwnerReferences() {
+			if o.UID != js.UID {
+				continue
+			}
+			raw, _, _ := unstructured.NestedSlice(w.Object, "status", "conditions")
+			var conds []metav1.Condition
+			for _, r := range raw {
+				var cond metav1.Condition
+				if m, ok := r.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+					conds = append(conds, cond)
+				}
+			}
+			a := view.AdmissionOf(w.GetName(), queue, conds)
+			return &a
+		}
+	}
+	return nil
 }
 
 // queuePlace reads the queue of every namespace; nil when this user may
