@@ -9,9 +9,13 @@ import (
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/kueue"
+	"github.com/multislice/multislice/internal/workload"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -138,4 +142,53 @@ func pinnedJobs(t *testing.T, c *framework.Cluster, jobset string) []string {
 		}
 	}
 	return out
+}
+
+// TestHotSwapUnderKueue: TestHotSwap's two JobSets in Kueue's queue (pod
+// PriorityClasses rank them for Kueue too). The low one, taken, is
+// evicted through Kueue: its Workload records an eviction for the
+// hot-swap and its quota is released (it requeues, and runs again once
+// capacity returns).
+func TestHotSwapUnderKueue(t *testing.T) {
+	framework.RequireE2E(t)
+	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 3}")
+	// A long pods-ready timeout: any eviction seen is the hot-swap's.
+	c, _ := framework.StartCluster(t, "--kueue", "--fleet", fleetFile, "--repair-delay=2s", "--kueue-pods-ready-timeout=10m")
+	c.MustRun("kueue", "init")
+	ctx := context.Background()
+	for name, value := range map[string]int32{"hotswap-high": 1000, "hotswap-low": 100} {
+		if err := c.Objects.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	low := prioritySeed(t, "low", "hotswap-low", 1)
+	high := prioritySeed(t, "high", "hotswap-high", 2)
+	for _, js := range []*api.JobSet{low, high} {
+		js.Labels = map[string]string{workload.QueueLabel: kueue.LocalQueueName}
+		if err := c.Objects.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPodsRunning(t, c, "low", 2, 90*time.Second)
+	waitPodsRunning(t, c, "high", 4, 90*time.Second)
+	lowPool := poolOf(t, c, "low-slice-0")
+	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=2")
+	c.MustRun("chaos", "fail-host", "--nodepool", poolOf(t, c, "high-slice-1"))
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		pools := runningPoolsAt(t, c, "high", 1)
+		return len(pools) == 2 && pools[lowPool], fmt.Sprintf("high's pods Running at attempt 1 on %v", pools)
+	})
+	dyn := dynamic.NewForConfigOrDie(c.Config)
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		w := workloadOf(t, dyn, "low")
+		evictions, _, _ := unstructured.NestedSlice(w.Object, "status", "schedulingStats", "evictions")
+		for _, e := range evictions {
+			if m, ok := e.(map[string]any); ok && m["reason"] == "HotSwapped" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("low's Workload: evictions %v, conditions %v", evictions, w.Object["status"])
+	})
+	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=0")
+	waitPodsRunning(t, c, "low", 2, 120*time.Second)
 }

@@ -178,7 +178,7 @@ func observe(ctx context.Context, c client.Client, namespace, name string) (view
 // not made one yet.
 func kueueAdmission(ctx context.Context, c client.Client, js *api.JobSet, queue string) *view.KueueAdmission {
 	var list unstructured.UnstructuredList
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta1", Kind: "WorkloadList"})
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "WorkloadList"})
 	if err := c.List(ctx, &list, client.InNamespace(js.Namespace)); err != nil {
 		return nil
 	}

@@ -286,6 +286,13 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 	if err := r.actSlices(ctx, js, p); err != nil {
 		errs = append(errs, err)
 	}
+	if p.EvictFromKueue != "" {
+		if err := r.evictFromKueue(ctx, js, p.EvictFromKueue); err != nil {
+			// The restart waits too: written, it would end the mark's attempt
+			// and no later decision would evict.
+			return errors.Join(append(errs, err)...)
+		}
+	}
 	if err := r.markVictims(ctx, js, p.HotSwap); err != nil {
 		// Its Jobs wait: pinned to pools whose JobSet does not know it must
 		// leave, they would wait for ever.

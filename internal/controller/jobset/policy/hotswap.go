@@ -11,6 +11,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/placement"
+	"github.com/multislice/multislice/internal/workload"
 )
 
 // Hot-swap (GKE's name for it): when a slice of a running JobSet fails
@@ -95,8 +96,12 @@ func hotSwappedStage(d *decision) bool {
 		return true
 	}
 	restartAll(d.e, d.o.Gates, false, api.PoolsTakenReason)
-	d.e.put(api.JobSetHotSwapped, metav1.ConditionTrue, api.PoolsTakenReason,
-		fmt.Sprintf("its pools were taken by %s, of higher priority, whose slice failed with no healthy spare left; it waits for pools in its place in the queue and runs again when they free up", by),
-		corev1.EventTypeWarning)
+	msg := fmt.Sprintf("its pools were taken by %s, of higher priority, whose slice failed with no healthy spare left; it waits for pools in its place in the queue and runs again when they free up", by)
+	if js.Labels[workload.QueueLabel] != "" {
+		// Kueue's queue, not ours: its quota goes back and it requeues.
+		d.p.EvictFromKueue = "hot-swap: " + msg
+		msg += " (evicted through Kueue: its quota is released and it requeues)"
+	}
+	d.e.put(api.JobSetHotSwapped, metav1.ConditionTrue, api.PoolsTakenReason, msg, corev1.EventTypeWarning)
 	return true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/internal/testobj"
+	"github.com/multislice/multislice/internal/workload"
 )
 
 // TestHotSwapTaker: a restarted JobSet that finds no free pool asks for
@@ -108,6 +109,17 @@ func TestHotSwapVictim(t *testing.T) {
 		}
 		if len(p.Events) == 0 || !strings.Contains(p.Events[len(p.Events)-1].Message, "ns/high") {
 			t.Fatalf("events %+v, want one naming the taker", p.Events)
+		}
+	})
+	t.Run("marked in a Kueue queue: evicted through Kueue", func(t *testing.T) {
+		js := victim("2")
+		js.Labels = map[string]string{workload.QueueLabel: "lq"}
+		p := Decide(Observed{JobSet: js, Now: now})
+		if !strings.Contains(p.EvictFromKueue, "ns/high") || p.Status.Restarts != 3 {
+			t.Fatalf("evict %q, restarts %d: want the Workload evicted naming ns/high, and the restart", p.EvictFromKueue, p.Status.Restarts)
+		}
+		if p := Decide(Observed{JobSet: victim("2"), Now: now}); p.EvictFromKueue != "" {
+			t.Fatalf("a JobSet in no Kueue queue evicted through Kueue: %q", p.EvictFromKueue)
 		}
 	})
 	t.Run("marked at an earlier attempt: nothing more", func(t *testing.T) {

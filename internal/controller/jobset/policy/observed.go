@@ -116,6 +116,10 @@ type Plan struct {
 	// and was decided without the holders' facts (Placement.Holders).
 	HotSwap      []Victim
 	NeedsHolders bool
+	// EvictFromKueue, when set, evicts the JobSet's Kueue Workload with
+	// this message (a hot-swap took the pools of a JobSet in a Kueue
+	// queue): Kueue suspends it, releases its quota and requeues it.
+	EvictFromKueue string
 	// DeleteJobSet: the TTL after finishing has expired.
 	DeleteJobSet bool
 	RequeueAfter time.Duration
