@@ -47,6 +47,9 @@ pools:
 - {name: default-pool, machineType: e2-standard-8, numNodes: 1}
 `
 
+// groupHosts are the hosts of each group of the fleet (2 per pool).
+var groupHosts = map[string]int{"g-spare": 6, "g-swap": 6, "g-cloud": 4}
+
 func main() {
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
 	rounds := flag.Int("rounds", 3, "interleaved rounds (each way once per round)")
@@ -177,7 +180,7 @@ func (b *bench) cleanUp(ctx context.Context, objs []*api.JobSet, group string) {
 	for t := 0; t < 240; t++ {
 		nodes, err := b.c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: gke.MultisliceGroupLabel + "=" + group})
 		pods, _ := b.c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey})
-		if err == nil && len(nodes.Items) == 6 && allReady(nodes.Items) && len(pods.Items) == 0 {
+		if err == nil && len(nodes.Items) == groupHosts[group] && allReady(nodes.Items) && len(pods.Items) == 0 {
 			return
 		}
 		time.Sleep(500 * time.Millisecond)
