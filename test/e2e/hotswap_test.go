@@ -9,7 +9,6 @@ import (
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -147,8 +146,8 @@ func pinnedJobs(t *testing.T, c *framework.Cluster, jobset string) []string {
 // TestHotSwapUnderKueue: TestHotSwap's two JobSets in Kueue's queue (pod
 // PriorityClasses rank them for Kueue too). The low one, taken, is
 // evicted through Kueue: its Workload records an eviction for the
-// hot-swap and its quota is released (it requeues, and runs again once
-// capacity returns).
+// hot-swap (Kueue's reason Preempted, our message) and its quota is
+// released; it requeues, and runs again once capacity returns.
 func TestHotSwapUnderKueue(t *testing.T) {
 	framework.RequireE2E(t)
 	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 3}")
@@ -179,15 +178,13 @@ func TestHotSwapUnderKueue(t *testing.T) {
 		return len(pools) == 2 && pools[lowPool], fmt.Sprintf("high's pods Running at attempt 1 on %v", pools)
 	})
 	dyn := dynamic.NewForConfigOrDie(c.Config)
+	// Evicted by the hot-swap: Kueue stopped it and released its quota;
+	// requeued, it is admitted again at once (the ClusterQueue has room),
+	// and Kueue then keeps the eviction as "Previously: ...".
 	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
-		w := workloadOf(t, dyn, "low")
-		evictions, _, _ := unstructured.NestedSlice(w.Object, "status", "schedulingStats", "evictions")
-		for _, e := range evictions {
-			if m, ok := e.(map[string]any); ok && m["reason"] == "HotSwapped" {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("low's Workload: evictions %v, conditions %v", evictions, w.Object["status"])
+		ev := workloadCondition(workloadOf(t, dyn, "low"), "Evicted")
+		msg, _ := ev["message"].(string)
+		return strings.Contains(msg, "hot-swap: its pools were taken by default/high"), fmt.Sprintf("low's Workload: Evicted %v", ev)
 	})
 	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=0")
 	waitPodsRunning(t, c, "low", 2, 120*time.Second)

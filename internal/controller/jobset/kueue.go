@@ -18,8 +18,11 @@ import (
 var workloadList = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "WorkloadList"}
 
 // HotSwapEvictionReason is the reason of the Evicted condition the
-// manager writes on a hot-swap victim's Workload.
-const HotSwapEvictionReason = "HotSwapped"
+// manager writes on a hot-swap victim's Workload: Kueue's own for a
+// preemption, the one reason its job reconciler requeues at once (any
+// other leaves the Workload evicted and not requeued, Requeued=False).
+// The message says it was a hot-swap.
+const HotSwapEvictionReason = "Preempted"
 
 // evictFromKueue evicts js's Workload the way Kueue's own evictions look
 // (condition Evicted=True): Kueue's job reconciler then suspends the
