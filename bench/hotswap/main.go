@@ -9,6 +9,9 @@
 //	cloud      no spare, no victim: it waits for the cloud to repair the
 //	           broken pool (after the cluster's --repair-delay)
 //
+// -decisions N times only the choice of victims (placement.HotSwap) at
+// 1,024 hosts, without a cluster.
+//
 // It reports seconds from the fault to all 4 pods Running at attempt 1,
 // per way: median, min-max, N, and the ratio of hot-swap to spare.
 //
@@ -54,7 +57,12 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
 	rounds := flag.Int("rounds", 3, "interleaved rounds (each way once per round)")
 	repairDelay := flag.Duration("repair-delay", 20*time.Second, "the simulated cloud's repair delay (the cloud way waits for it)")
+	decisions := flag.Int("decisions", 0, "time only the choice of victims, this many times, at 1,024 simulated hosts (no cluster)")
 	flag.Parse()
+	if *decisions > 0 {
+		decisionCost(min(*decisions, 100000))
+		return
+	}
 	if *rounds < 1 || *rounds > 20 {
 		fmt.Fprintln(os.Stderr, "-rounds: want 1 to 20")
 		os.Exit(2)
