@@ -29,7 +29,8 @@ func NewCmdNodepool(f *cli.Factory) *cobra.Command {
 		Aliases: []string{"node-pools", "nodepools"},
 		Short:   "Create, update, delete and inspect node pools of the simulated TPU cloud",
 	}
-	cmd.AddCommand(NewCmdCreate(f, nil), NewCmdUpdate(f, nil), NewCmdDelete(f, nil), NewCmdList(f, nil), NewCmdStatus(f, nil))
+	cmd.AddCommand(NewCmdCreate(f, nil), NewCmdUpdate(f, nil), NewCmdDelete(f, nil), NewCmdList(f, nil), NewCmdStatus(f, nil),
+		NewCmdMaintenance(f, nil))
 	return cmd
 }
 

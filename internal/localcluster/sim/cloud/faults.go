@@ -119,9 +119,53 @@ func (c *Cloud) startMaintenance(ctx context.Context, node string) error {
 	}
 	n.Labels[gke.ActiveMaintenanceLabel] = "ONGOING"
 	n.Labels[FaultLabel] = FaultMaintenance
-	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: gke.ImpendingTerminationTaint, Effect: corev1.TaintEffectNoSchedule})
+	addNotice(n)
 	_, err = c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 	return err
+}
+
+// addNotice taints a node with GKE's maintenance notice, once.
+func addNotice(n *corev1.Node) {
+	for _, t := range n.Spec.Taints {
+		if t.Key == gke.ImpendingTerminationTaint {
+			return
+		}
+	}
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: gke.ImpendingTerminationTaint, Effect: corev1.TaintEffectNoSchedule})
+}
+
+// Pool is one node pool by name.
+func (c *Cloud) Pool(ctx context.Context, name string) (fleet.Resolved, error) {
+	pools, err := c.Pools(ctx)
+	if err != nil {
+		return fleet.Resolved{}, err
+	}
+	if i := indexOf(pools, name); i >= 0 {
+		return pools[i], nil
+	}
+	return fleet.Resolved{}, notFound(name)
+}
+
+// Notice gives every host of a pool GKE's maintenance notice (the taint
+// cloud.google.com/impending-node-termination) before the maintenance
+// itself: slice health fails the slice on it, so its JobSet moves while
+// the hosts still run.
+func (c *Cloud) Notice(ctx context.Context, pool string) error {
+	p, err := c.Pool(ctx, pool)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < p.Nodes; i++ {
+		n, err := c.client.CoreV1().Nodes().Get(ctx, fleet.NodeName(pool, i), metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("maintenance notice on %s: %w", pool, err)
+		}
+		addNotice(n)
+		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("maintenance notice on %s: %w", n.Name, err)
+		}
+	}
+	return nil
 }
 
 // failPod makes one Running pod of the pool exit with code 137, killed as
