@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -188,4 +189,52 @@ func TestHotSwapUnderKueue(t *testing.T) {
 	})
 	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=0")
 	waitPodsRunning(t, c, "low", 2, 120*time.Second)
+}
+
+// TestPlannedMaintenance: `nodepool maintenance` on a pool the seed
+// JobSet uses moves it to the spare before the maintenance starts; on a
+// fleet with no spare and no JobSet of lower priority it says what
+// blocks it, starts nothing, and --force starts it anyway.
+func TestPlannedMaintenance(t *testing.T) {
+	framework.RequireE2E(t)
+	c, _ := framework.StartCluster(t, "--repair-delay=10m")
+	ctx := context.Background()
+	js := seedCopy(t, "multislice-job", "")
+	if err := c.Objects.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, ctx, c, 0, anyName)
+	pool := poolOfSlice(t, ctx, c, 1)
+	out := c.MustRun("nodepool", "maintenance", "--nodepool", pool)
+	for _, want := range []string{"Notice given on " + pool, "Moved default/multislice-job off " + pool, "Maintenance started"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("nodepool maintenance output lacks %q:\n%s", want, out)
+		}
+	}
+	// The move came first: attempt 1 already runs, none of it on the pool.
+	if pools := runningPoolsAt(t, c, "multislice-job", 1); len(pools) != 4 || pools[pool] {
+		t.Errorf("attempt 1 runs on %v when the maintenance starts, want 4 pools without %s", pools, pool)
+	}
+
+	// Now no pool is free (the spare took slice 1) and nothing ranks lower.
+	other := poolOfSlice(t, ctx, c, 2)
+	out, err := c.Run("nodepool", "maintenance", "--nodepool", other, "--timeout=6s")
+	if err == nil || !strings.Contains(out, "cannot move: group multislice-group-1 has no healthy free pool") {
+		t.Errorf("maintenance with no spare and no victim: err %v, want it refused saying what blocks it:\n%s", err, out)
+	}
+	if n := getNode(t, c, "gke-"+other+"-0"); n.Labels[gke.ActiveMaintenanceLabel] != "" {
+		t.Errorf("the blocked maintenance started anyway on %s", other)
+	}
+	out = c.MustRun("nodepool", "maintenance", "--nodepool", other, "--force")
+	if !strings.Contains(out, "--force") || !strings.Contains(out, "Maintenance started") {
+		t.Errorf("--force did not start it:\n%s", out)
+	}
+}
+
+func getNode(t *testing.T, c *framework.Cluster, name string) *corev1.Node {
+	n, err := c.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
