@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/localcluster"
 	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 )
@@ -46,6 +47,9 @@ type FaultOptions struct {
 	Kind string
 	Pool string
 	Host int
+	// LeadTime (maintenance): the notice comes this long before the
+	// maintenance itself, as GKE's does.
+	LeadTime time.Duration
 }
 
 // NewCmdFault is `chaos KIND`; runF (nil: faultRun) gets the options.
@@ -69,6 +73,9 @@ func NewCmdFault(f *cli.Factory, kind string, runF func(context.Context, *FaultO
 	if kind == cloud.FaultHost || kind == cloud.FaultDeleteHost {
 		cmd.Flags().IntVar(&o.Host, "host", 0, "the pool's host to hit, 0 to its hosts - 1")
 	}
+	if kind == cloud.FaultMaintenance {
+		cmd.Flags().DurationVar(&o.LeadTime, "lead-time", 0, "give the maintenance notice (taint "+gke.ImpendingTerminationTaint+") this long before the maintenance starts, at most 1h; slice health moves the JobSet on the notice")
+	}
 	return cmd
 }
 
@@ -79,6 +86,20 @@ func faultRun(ctx context.Context, o *FaultOptions) error {
 	}
 	if home, err := localcluster.At(o.F.Home()); err == nil {
 		c.StopKubelet = func(node string) error { return localcluster.StopComponent(home, localcluster.KubeletName(node)) }
+	}
+	if o.LeadTime < 0 || o.LeadTime > time.Hour {
+		return fmt.Errorf("--lead-time %s: want 0 to 1h", o.LeadTime)
+	}
+	if o.LeadTime > 0 {
+		if err := c.Notice(ctx, o.Pool); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.F.Out, "%s maintenance notice on %s; the maintenance starts in %s\n", time.Now().UTC().Format("15:04:05.000"), o.Pool, o.LeadTime)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.LeadTime):
+		}
 	}
 	what, err := c.Inject(ctx, o.Kind, o.Pool, o.Host)
 	if err != nil {
