@@ -76,7 +76,7 @@ func (r *Running) InstallKueue(ctx context.Context, b Binaries) error {
 // and JobSet's objects: no pod waits on it) and the CRDs' conversion
 // pointed at it, the JobSet integration on; it returns once Kueue serves
 // its webhooks.
-func (r *Running) StartKueue(ctx context.Context, b Binaries, podsReady time.Duration) error {
+func (r *Running) StartKueue(ctx context.Context, b Binaries, podsReady, recovery time.Duration) error {
 	h := r.Home
 	m, err := kueue.Load(filepath.Join(b.KueueDir(), "config"))
 	if err != nil {
@@ -95,7 +95,7 @@ func (r *Running) StartKueue(ctx context.Context, b Binaries, podsReady time.Dur
 	if err := h.writeKueueCerts(); err != nil {
 		return err
 	}
-	if err := os.WriteFile(h.path("kueue.yaml"), []byte(kueueConfig(h.path("kueue-certs"), webhook, metrics, probe, podsReady)), 0o600); err != nil {
+	if err := os.WriteFile(h.path("kueue.yaml"), []byte(kueueConfig(h.path("kueue-certs"), webhook, metrics, probe, podsReady, recovery)), 0o600); err != nil {
 		return err
 	}
 	if err := r.launchEnv("kueue", b.Kueue(), []string{"--config=" + h.path("kueue.yaml")},
@@ -163,8 +163,13 @@ func (h Home) writeKueueCerts() error {
 // rather than made, only the JobSet integration, and pods-ready
 // tracking: a JobSet admitted whose pods are not all ready within
 // podsReady (e.g. one placement cannot place) is evicted and requeued, so
-// it gives its quota back.
-func kueueConfig(certDir string, webhook, metrics, probe int, podsReady time.Duration) string {
+// it gives its quota back. recovery (when not 0) is how long pods that
+// were all ready may be not ready again (a restart) before Kueue evicts.
+func kueueConfig(certDir string, webhook, metrics, probe int, podsReady, recovery time.Duration) string {
+	recoveryLine := ""
+	if recovery > 0 {
+		recoveryLine = fmt.Sprintf("\n  recoveryTimeout: %s", recovery)
+	}
 	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: %s
@@ -184,7 +189,7 @@ clientConnection:
   qps: 50
   burst: 100
 waitForPodsReady:
-  timeout: %s
+  timeout: %s%s
   blockAdmission: false
   requeuingStrategy:
     timestamp: Eviction
@@ -194,7 +199,7 @@ integrations:
   frameworks: [%s]
 featureGates:
   VisibilityOnDemand: false
-`, kueue.Namespace, probe, metrics, webhook, certDir, podsReady, kueue.Framework)
+`, kueue.Namespace, probe, metrics, webhook, certDir, podsReady, recoveryLine, kueue.Framework)
 }
 
 // KueuePodsReadyTimeout is how long, by default, a JobSet Kueue admitted

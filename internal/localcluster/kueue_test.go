@@ -27,13 +27,14 @@ func TestKueueConfig(t *testing.T) {
 		InternalCertManagement struct{ Enable bool }
 		WaitForPodsReady       struct {
 			Timeout           string
+			RecoveryTimeout   string
 			BlockAdmission    bool
 			RequeuingStrategy map[string]any
 		}
 		Integrations struct{ Frameworks []string }
 		FeatureGates map[string]bool
 	}
-	if err := yaml.UnmarshalStrict([]byte(kueueConfig("/certs", 9443, 8443, 8081, 20*time.Second)), &cfg); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(kueueConfig("/certs", 9443, 8443, 8081, 20*time.Second, 5*time.Second)), &cfg); err != nil {
 		t.Fatalf("not a Kueue Configuration: %v", err)
 	}
 	if cfg.Webhook.Host != "127.0.0.1" || cfg.Webhook.Port != 9443 || cfg.Webhook.CertDir != "/certs" ||
@@ -45,6 +46,9 @@ func TestKueueConfig(t *testing.T) {
 	}
 	if d, err := time.ParseDuration(cfg.WaitForPodsReady.Timeout); err != nil || d != 20*time.Second {
 		t.Errorf("waitForPodsReady.timeout %q", cfg.WaitForPodsReady.Timeout)
+	}
+	if d, err := time.ParseDuration(cfg.WaitForPodsReady.RecoveryTimeout); err != nil || d != 5*time.Second {
+		t.Errorf("waitForPodsReady.recoveryTimeout %q", cfg.WaitForPodsReady.RecoveryTimeout)
 	}
 	if len(cfg.Integrations.Frameworks) != 1 || cfg.Integrations.Frameworks[0] != "jobset.x-k8s.io/jobset" || cfg.FeatureGates["VisibilityOnDemand"] {
 		t.Errorf("integrations %v, gates %v", cfg.Integrations.Frameworks, cfg.FeatureGates)

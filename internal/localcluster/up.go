@@ -37,6 +37,8 @@ type UpOptions struct {
 	// KueuePodsReady is its waitForPodsReady timeout.
 	Kueue          bool
 	KueuePodsReady time.Duration
+	// KueueRecovery is its waitForPodsReady.recoveryTimeout (0: unset).
+	KueueRecovery time.Duration
 	RepairDelay    time.Duration // the simulated cloud's
 	Timeout        time.Duration // for the fleet to be Ready
 	Progress       io.Writer
@@ -127,7 +129,7 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 		return err
 	}
 	if o.Kueue {
-		if err := r.StartKueue(ctx, o.Binaries, o.KueuePodsReady); err != nil {
+		if err := r.StartKueue(ctx, o.Binaries, o.KueuePodsReady, o.KueueRecovery); err != nil {
 			return err
 		}
 	}

@@ -37,6 +37,8 @@ type Options struct {
 	// admitted JobSet may take to be running before Kueue evicts it.
 	Kueue          bool
 	KueuePodsReady time.Duration
+	// KueueRecovery is Kueue's waitForPodsReady.recoveryTimeout (0: unset).
+	KueueRecovery time.Duration
 	// RepairDelay is how long the simulated cloud takes to recreate a broken slice.
 	RepairDelay time.Duration
 	// PrintDefaultFleet prints the default fleet instead of starting.
@@ -72,6 +74,7 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	cmd.Flags().StringVar(&opts.FeatureGates, "feature-gates", "", "feature gates of the Multislice manager, e.g. RestartJob=true,ElasticJobSet=true (see `multislice manager --help`)")
 	cmd.Flags().BoolVar(&opts.Kueue, "kueue", false, "also run Kueue ("+versions.Kueue+", its JobSet integration on); then `multislice kueue init` makes queues from the fleet")
 	cmd.Flags().DurationVar(&opts.KueuePodsReady, "kueue-pods-ready-timeout", localcluster.KueuePodsReadyTimeout, "with --kueue: a JobSet Kueue admitted whose pods are not all ready by then (e.g. one placement cannot place) is evicted and requeued, giving its quota back (Kueue's waitForPodsReady)")
+	cmd.Flags().DurationVar(&opts.KueueRecovery, "kueue-pods-ready-recovery-timeout", 0, "with --kueue: how long an admitted JobSet's pods, once all ready, may be not ready again (a restart) before Kueue evicts it (Kueue's waitForPodsReady.recoveryTimeout; 0: unset)")
 	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "do not install the JobSet CRD or start the Multislice manager")
 	cmd.Flags().StringVar(&opts.Manager, "manager", localcluster.ManagerOnHost, "where the manager runs: host (a process of this machine) or in-cluster (install.yaml applied: two replicas in pods on real hosts, from this binary's image pushed to the local registry; needs a fleet with a real CPU pool)")
 	return cmd
@@ -90,6 +93,9 @@ func (opts *Options) Validate() error {
 	}
 	if opts.KueuePodsReady < 10*time.Second || opts.KueuePodsReady > 24*time.Hour {
 		return fmt.Errorf("--kueue-pods-ready-timeout=%s: want 10s to 24h", opts.KueuePodsReady)
+	}
+	if opts.KueueRecovery != 0 && (opts.KueueRecovery < time.Second || opts.KueueRecovery > 24*time.Hour) {
+		return fmt.Errorf("--kueue-pods-ready-recovery-timeout=%s: want 1s to 24h, or 0 to leave it unset", opts.KueueRecovery)
 	}
 	if opts.Timeout < time.Second || opts.Timeout > time.Hour {
 		return fmt.Errorf("--timeout=%s: want 1s to 1h", opts.Timeout)
@@ -136,7 +142,7 @@ func upRun(ctx context.Context, opts *Options) error {
 	res, err := localcluster.Up(ctx, localcluster.UpOptions{
 		Home: home, Binaries: localcluster.FindBinaries(), APIServerPort: opts.APIServerPort,
 		Fleet: cfg, Pools: pools, Exe: exe,
-		NoManager: opts.NoManager, Manager: opts.Manager, FeatureGates: opts.FeatureGates, Kueue: opts.Kueue, KueuePodsReady: opts.KueuePodsReady, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
+		NoManager: opts.NoManager, Manager: opts.Manager, FeatureGates: opts.FeatureGates, Kueue: opts.Kueue, KueuePodsReady: opts.KueuePodsReady, KueueRecovery: opts.KueueRecovery, RepairDelay: opts.RepairDelay, Timeout: opts.Timeout,
 		Progress: f.Out,
 	})
 	for _, name := range res.Healed {
