@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/kueue"
 	"github.com/multislice/multislice/test/framework"
 )
@@ -31,6 +32,11 @@ func TestKueueRestarts(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(c.Config)
 	js := queuedSeed(t, "multislice-job", "")
 	js.Spec.FailurePolicy.MaxRestarts = 20
+	// Old pods take 5 s to stop: every restart outlasts the recovery
+	// timeout, the collision of #14811 (Kueue evicts mid-restart).
+	pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
+	pod.Annotations = map[string]string{"multislice.dev/simulate-graceful-stop": "true"}
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To(int64(5))
 	if err := c.Objects.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +57,7 @@ func TestKueueRestarts(t *testing.T) {
 			if suspended && workloadCondition(w, "QuotaReserved")["status"] == "True" && time.Since(began) > 60*time.Second {
 				t.Fatalf("restart %d: the JobSet is suspended while its Workload still holds quota (kueue #14811): %v", i, w.Object["status"])
 			}
-			ok := int(got.Status.Restarts) >= i && !suspended && admitted(w) && runningPods(t, c, "multislice-job") == 8 && reserving == 1
+			ok := int(got.Status.Restarts) >= i && !suspended && admitted(w) && len(runningAt(t, c, "multislice-job", int(got.Status.Restarts))) == 8 && reserving == 1
 			return ok, fmt.Sprintf("restart %d: restarts %d, suspended %v, admitted %v, %d pods Running, ClusterQueue reserving %d",
 				i, got.Status.Restarts, suspended, admitted(w), runningPods(t, c, "multislice-job"), reserving)
 		})
@@ -61,6 +67,17 @@ func TestKueueRestarts(t *testing.T) {
 		t.Logf("restart %d: admitted and 8/8 Running after %.1fs (evicted on the way: %v)", i, time.Since(began).Seconds(), evicted)
 	}
 	t.Logf("10 restarts under waitForPodsReady (recovery 2s): %d evicted on the way, quota accounted after each", evictions)
+}
+
+// runningAt are the JobSet's pods Running at one attempt.
+func runningAt(t *testing.T, c *framework.Cluster, jobset string, attempt int) []string {
+	var out []string
+	for _, p := range jobsetPods(t, c, jobset) {
+		if p.Status.Phase == "Running" && p.DeletionTimestamp == nil && p.Labels[api.RestartsKey] == fmt.Sprint(attempt) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
 }
 
 // clusterQueueReserving is how many Workloads the ClusterQueue reserves quota for.
