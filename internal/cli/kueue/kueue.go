@@ -197,6 +197,9 @@ func connectRun(ctx context.Context, o *ConnectOptions) error {
 	if err != nil {
 		return fmt.Errorf("Kueue did not reach the worker within %s: %s", o.Wait, why)
 	}
+	if err := readyToDispatch(ctx, dyn, conn.Kubeconfig, o.WorkerName, o.ClusterQueue, o.Wait); err != nil {
+		return err
+	}
 	fmt.Fprintf(f.Out, "MultiKueue worker %s connected: JobSets of ClusterQueue %s now run there\n", o.WorkerName, o.ClusterQueue)
 	return nil
 }
