@@ -323,6 +323,56 @@ func multiKueue(t *testing.T, worker *framework.Cluster) {
 		err := worker.Objects.Get(ctx, client.ObjectKey{Namespace: "default", Name: "remote"}, &got)
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprintf("worker's JobSet still there: %v", err)
 	})
+	handMadeQueues(t, mgr, worker)
+}
+
+// handMadeQueues is a new user's try (issue 42): a ClusterQueue made by
+// hand (v1beta1, no admission checks) and its LocalQueue lq here; connect
+// says the worker lacks lq and exits non-zero; with the same queues made
+// on the worker it connects, and a seed JobSet in lq runs there.
+func handMadeQueues(t *testing.T, mgr, worker *framework.Cluster) {
+	ctx := context.Background()
+	v1beta1 := func(resource string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: kueue.Group, Version: "v1beta1", Resource: resource}
+	}
+	queues := func(c *framework.Cluster) {
+		dyn := dynamic.NewForConfigOrDie(c.Config)
+		for _, o := range []struct {
+			gvr schema.GroupVersionResource
+			ns  string
+			obj map[string]any
+		}{
+			{v1beta1("resourceflavors"), "", map[string]any{"kind": "ResourceFlavor", "metadata": map[string]any{"name": "hand-flavor"}}},
+			{v1beta1("clusterqueues"), "", map[string]any{"kind": "ClusterQueue", "metadata": map[string]any{"name": "cq"},
+				"spec": map[string]any{"namespaceSelector": map[string]any{}, "resourceGroups": []any{map[string]any{
+					"coveredResources": []any{"cpu", "memory", "google.com/tpu"},
+					"flavors": []any{map[string]any{"name": "hand-flavor", "resources": []any{
+						map[string]any{"name": "cpu", "nominalQuota": "100"}, map[string]any{"name": "memory", "nominalQuota": "1000Gi"},
+						map[string]any{"name": "google.com/tpu", "nominalQuota": "100"}}}}}}}}},
+			{v1beta1("localqueues"), "default", map[string]any{"kind": "LocalQueue", "metadata": map[string]any{"name": "lq", "namespace": "default"},
+				"spec": map[string]any{"clusterQueue": "cq"}}},
+		} {
+			o.obj["apiVersion"] = kueue.Group + "/v1beta1"
+			if _, err := dyn.Resource(o.gvr).Namespace(o.ns).Create(ctx, &unstructured.Unstructured{Object: o.obj}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	queues(mgr)
+	out, err := mgr.Run("kueue", "connect", "--worker-kubeconfig", filepath.Join(worker.Home, "kubeconfig"), "--cluster-queue", "cq")
+	if err == nil || !strings.Contains(out, "the worker has no LocalQueue default/lq") {
+		t.Errorf("connect to a worker without lq: err %v, want it to say what the worker lacks:\n%s", err, out)
+	}
+	queues(worker)
+	if out := mgr.MustRun("kueue", "connect", "--worker-kubeconfig", filepath.Join(worker.Home, "kubeconfig"), "--cluster-queue", "cq"); !strings.Contains(out, "connected") {
+		t.Errorf("kueue connect: %s", out)
+	}
+	js := seedCopy(t, "by-hand", "")
+	js.Labels = map[string]string{workload.QueueLabel: "lq"}
+	if err := mgr.Objects.Create(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsRunning(t, worker, "by-hand", 8, 240*time.Second)
 }
 
 // queuedSeed is the seed JobSet named name in Kueue's LocalQueue, with a
