@@ -251,7 +251,7 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 
 // addWebhooks registers the JobSet and TPU webhooks and keeps their certificate fresh.
 func addWebhooks(mgr ctrl.Manager, clientset kubernetes.Interface, o Options, ca []byte) error {
-	if err := (&jobsetwebhook.Webhook{Gates: o.FeatureGates}).SetupWithManager(mgr); err != nil {
+	if err := (&jobsetwebhook.Webhook{Gates: o.FeatureGates, Classes: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	standAside, err := tpuStandsAside(o.TPUWebhook, clientset)

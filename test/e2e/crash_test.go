@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -219,16 +220,32 @@ func condition(js *api.JobSet, typ string) *metav1.Condition {
 	return nil
 }
 
-// TestPodsRefusedReleasesItsPools: a seed JobSet whose Jobs are created but
-// whose pods are refused (a PriorityClass that does not exist) says so with
-// the Job controller's message, and lets its pools go after a bounded wait,
-// so the valid JobSet behind it runs.
+// TestPodsRefusedReleasesItsPools: a seed JobSet naming a PriorityClass
+// that does not exist is refused at admission, naming the field. One
+// whose Jobs are created but whose pods are refused (its namespace's
+// ResourceQuota allows no pod) says so with the Job controller's
+// message, and lets its pools go after a bounded wait, so the valid
+// JobSet behind it runs.
 func TestPodsRefusedReleasesItsPools(t *testing.T) {
 	framework.RequireE2E(t)
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
+	typo := seedCopy(t, "typo", "")
+	typo.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = "nope"
+	err := c.Objects.Create(ctx, typo)
+	if err == nil || !strings.Contains(err.Error(), "spec.replicatedJobs[0].template.spec.template.spec.priorityClassName: Not found") || !strings.Contains(err.Error(), "no such PriorityClass") {
+		t.Fatalf("a JobSet naming PriorityClass nope: %v, want it refused naming the field", err)
+	}
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "no-pods"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: "no-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	if _, err := c.Client.CoreV1().ResourceQuotas("no-pods").Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	bad := seedCopy(t, "typo", "")
-	bad.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = "nope"
+	bad.Namespace = "no-pods"
 	if err := c.Objects.Create(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
@@ -241,10 +258,10 @@ func TestPodsRefusedReleasesItsPools(t *testing.T) {
 		}
 		created := condition(&got, "ChildPodsCreated")
 		return created != nil && created.Status == metav1.ConditionFalse && created.Reason == "PodCreationFailed" &&
-			strings.Contains(created.Message, "nope"), fmt.Sprintf("ChildPodsCreated %+v", created)
+			strings.Contains(created.Message, "exceeded quota"), fmt.Sprintf("ChildPodsCreated %+v", created)
 	})
 	t.Logf("ChildPodsCreated=False %s after the JobSet was created", time.Since(began).Round(100*time.Millisecond))
-	if out := c.MustRun("status", "typo"); !strings.Contains(out, "PodCreationFailed") {
+	if out := c.MustRun("status", "typo", "-n", "no-pods"); !strings.Contains(out, "PodCreationFailed") {
 		t.Errorf("multislice status typo does not show why its pods are missing:\n%s", out)
 	}
 	if err := c.Objects.Create(ctx, good); err != nil {

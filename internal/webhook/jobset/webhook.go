@@ -3,9 +3,11 @@ package jobset
 import (
 	"context"
 
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -13,7 +15,12 @@ import (
 )
 
 // Webhook serves MutatePath and ValidatePath, the paths upstream uses.
-type Webhook struct{ Gates features.Gates }
+type Webhook struct {
+	Gates features.Gates
+	// Classes reads PriorityClasses, so that a JobSet naming one that does
+	// not exist is refused at once, not its pods later (nil: not checked).
+	Classes client.Reader
+}
 
 // SetupWithManager registers both webhooks, each behind readable.
 func (w *Webhook) SetupWithManager(mgr ctrl.Manager) error {
@@ -30,8 +37,31 @@ func (w *Webhook) Default(_ context.Context, js *api.JobSet) error {
 }
 
 // ValidateCreate implements admission.Validator.
-func (w *Webhook) ValidateCreate(_ context.Context, js *api.JobSet) (admission.Warnings, error) {
-	return Warnings(js, w.Gates), invalid(js, ValidateCreate(js, w.Gates))
+func (w *Webhook) ValidateCreate(ctx context.Context, js *api.JobSet) (admission.Warnings, error) {
+	return Warnings(js, w.Gates), invalid(js, append(ValidateCreate(js, w.Gates), w.missingClasses(ctx, js)...))
+}
+
+// missingClasses refuses a priorityClassName no PriorityClass has: its
+// pods would all be refused, and hot-swap and the queue rank by it. An
+// error reading the class lets the JobSet through (the pods' admission
+// still judges).
+func (w *Webhook) missingClasses(ctx context.Context, js *api.JobSet) field.ErrorList {
+	if w.Classes == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, rj := range js.Spec.ReplicatedJobs {
+		name := rj.Template.Spec.Template.Spec.PriorityClassName
+		if name == "" {
+			continue
+		}
+		var pc schedulingv1.PriorityClass
+		if err := w.Classes.Get(ctx, client.ObjectKey{Name: name}, &pc); apierrors.IsNotFound(err) {
+			errs = append(errs, field.NotFound(field.NewPath("spec", "replicatedJobs").Index(i).Child("template", "spec", "template", "spec", "priorityClassName"),
+				name+": no such PriorityClass; create it first (kubectl create priorityclass "+name+" --value=N) or name one of kubectl get priorityclasses"))
+		}
+	}
+	return errs
 }
 
 // ValidateUpdate implements admission.Validator.
