@@ -10,12 +10,14 @@ import (
 	"testing"
 	"text/template"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/install"
 	"github.com/multislice/multislice/internal/tpu"
 	"github.com/multislice/multislice/internal/workload"
 )
@@ -33,6 +35,11 @@ func TestEveryXPKShapeIsAdmitted(t *testing.T) {
 	env := sharedEnv(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
+	// xpk's cluster create makes its PriorityClasses; admission refuses a
+	// JobSet naming one that does not exist.
+	if err := install.PriorityClasses(ctx, kubernetes.NewForConfigOrDie(env.Config)); err != nil {
+		t.Fatal(err)
+	}
 	fixture := func(name string) *template.Template {
 		b, err := os.ReadFile(filepath.Join("..", "testdata", "xpk", name))
 		if err != nil {
