@@ -39,9 +39,9 @@ type UpOptions struct {
 	KueuePodsReady time.Duration
 	// KueueRecovery is its waitForPodsReady.recoveryTimeout (0: unset).
 	KueueRecovery time.Duration
-	RepairDelay    time.Duration // the simulated cloud's
-	Timeout        time.Duration // for the fleet to be Ready
-	Progress       io.Writer
+	RepairDelay   time.Duration // the simulated cloud's
+	Timeout       time.Duration // for the fleet to be Ready
+	Progress      io.Writer
 }
 
 // UpResult is what Up did.

@@ -204,7 +204,7 @@ func TestAdmissionOf(t *testing.T) {
 		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg}
 	}
 	for _, tc := range []struct {
-		conds     []metav1.Condition
+		conds      []metav1.Condition
 		state, why string
 	}{
 		{nil, "pending", ""},
