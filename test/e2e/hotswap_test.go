@@ -28,23 +28,7 @@ func TestHotSwap(t *testing.T) {
 	framework.RequireE2E(t)
 	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 3}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile, "--repair-delay=2s")
-	ctx := context.Background()
-	for name, value := range map[string]int32{"hotswap-high": 1000, "hotswap-low": 100} {
-		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-		if err := c.Objects.Create(ctx, pc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	low := prioritySeed(t, "low", "hotswap-low", 1)
-	high := prioritySeed(t, "high", "hotswap-high", 2)
-	for _, js := range []*api.JobSet{low, high} {
-		if err := c.Objects.Create(ctx, js); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitPodsRunning(t, c, "low", 2, 60*time.Second)
-	waitPodsRunning(t, c, "high", 4, 60*time.Second)
-	lowPool := poolOf(t, c, "low-slice-0")
+	lowPool := lowAndHigh(t, c, nil)
 	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=2")
 	broken := poolOf(t, c, "high-slice-1")
 	began := time.Now()
@@ -91,6 +75,27 @@ func TestHotSwap(t *testing.T) {
 	if n := runningPods(t, c, "high"); n != 4 {
 		t.Errorf("high has %d pods Running after low came back, want 4", n)
 	}
+}
+
+// lowAndHigh makes the PriorityClasses hotswap-low (100) and
+// hotswap-high (1000), the 1-slice JobSet low and the 2-slice high with
+// labels, waits until both run, and returns low's pool.
+func lowAndHigh(t *testing.T, c *framework.Cluster, labels map[string]string) string {
+	ctx := context.Background()
+	for name, value := range map[string]int32{"hotswap-high": 1000, "hotswap-low": 100} {
+		if err := c.Objects.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, js := range []*api.JobSet{prioritySeed(t, "low", "hotswap-low", 1), prioritySeed(t, "high", "hotswap-high", 2)} {
+		js.Labels = labels
+		if err := c.Objects.Create(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPodsRunning(t, c, "low", 2, 90*time.Second)
+	waitPodsRunning(t, c, "high", 4, 90*time.Second)
+	return poolOf(t, c, "low-slice-0")
 }
 
 // prioritySeed is the seed JobSet as one of several sharing a group: n
@@ -155,23 +160,7 @@ func TestHotSwapUnderKueue(t *testing.T) {
 	// A long pods-ready timeout: any eviction seen is the hot-swap's.
 	c, _ := framework.StartCluster(t, "--kueue", "--fleet", fleetFile, "--repair-delay=2s", "--kueue-pods-ready-timeout=10m")
 	c.MustRun("kueue", "init")
-	ctx := context.Background()
-	for name, value := range map[string]int32{"hotswap-high": 1000, "hotswap-low": 100} {
-		if err := c.Objects.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	low := prioritySeed(t, "low", "hotswap-low", 1)
-	high := prioritySeed(t, "high", "hotswap-high", 2)
-	for _, js := range []*api.JobSet{low, high} {
-		js.Labels = map[string]string{workload.QueueLabel: kueue.LocalQueueName}
-		if err := c.Objects.Create(ctx, js); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitPodsRunning(t, c, "low", 2, 90*time.Second)
-	waitPodsRunning(t, c, "high", 4, 90*time.Second)
-	lowPool := poolOf(t, c, "low-slice-0")
+	lowPool := lowAndHigh(t, c, map[string]string{workload.QueueLabel: kueue.LocalQueueName})
 	c.MustRun("chaos", "capacity", "--accelerator=tpu-v4-podslice", "--unavailable=2")
 	c.MustRun("chaos", "fail-host", "--nodepool", poolOf(t, c, "high-slice-1"))
 	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
