@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -26,7 +27,9 @@ type Snapshot struct {
 	Jobs    []batchv1.Job
 	Pods    []corev1.Pod
 	Events  []corev1.Event // regarding JobSets
-	Now     time.Time
+	// PriorityClasses rank the queue as placement does.
+	PriorityClasses []schedulingv1.PriorityClass
+	Now             time.Time
 	// GroupLabel names a node's multislice group ("": MultisliceGroup).
 	GroupLabel string
 }
@@ -52,12 +55,37 @@ type Summary struct {
 	Failed     int `json:"failed"`
 }
 
-// Waiting is a JobSet in the queue for capacity.
+// Waiting is a JobSet in the queue for capacity, in the order placement
+// serves it (priority, then age): those above it are ahead of it.
 type Waiting struct {
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
+	Priority  int32     `json:"priority"`
+	Slices    int32     `json:"slices"`
 	Reason    string    `json:"reason"`
 	Since     time.Time `json:"since"`
+}
+
+// queue ranks the waiting JobSets as placement serves them.
+func queue(waiting []*api.JobSet, classes []schedulingv1.PriorityClass) []Waiting {
+	values := make(map[string]int32, len(classes))
+	for _, pc := range classes {
+		values[pc.Name] = pc.Value
+	}
+	byName := make(map[string]*api.JobSet, len(waiting))
+	for _, js := range waiting {
+		byName[js.Namespace+"/"+js.Name] = js
+	}
+	ranked := view.Rank(waiting, func(name string) (int32, bool) { v, ok := values[name]; return v, ok })
+	out := make([]Waiting, len(ranked))
+	for i, r := range ranked {
+		w := Waiting{Namespace: r.Namespace, Name: r.Name, Priority: r.Priority, Slices: r.Slices}
+		if c := meta.FindStatusCondition(byName[r.Namespace+"/"+r.Name].Status.Conditions, string(api.JobSetTopologyAssigned)); c != nil {
+			w.Reason, w.Since = c.Message, c.LastTransitionTime.Time
+		}
+		out[i] = w
+	}
+	return out
 }
 
 // Workload is one JobSet: its slices x workers, conditions and timeline.
@@ -99,6 +127,7 @@ func Build(s Snapshot) Page {
 		k := key{e.InvolvedObject.Namespace, e.InvolvedObject.Name}
 		events[k] = append(events[k], e)
 	}
+	var waiting []*api.JobSet
 	for i := range s.JobSets {
 		js := &s.JobSets[i]
 		k := key{js.Namespace, js.Name}
@@ -116,16 +145,15 @@ func Build(s Snapshot) Page {
 		switch w.State {
 		case "Waiting":
 			p.Summary.Waiting++
-			c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetTopologyAssigned))
-			p.Queue = append(p.Queue, Waiting{Namespace: js.Namespace, Name: js.Name, Reason: c.Message, Since: c.LastTransitionTime.Time})
+			waiting = append(waiting, js)
 		case "Restarting":
 			p.Summary.Restarting++
 		case api.TerminalStateFailed:
 			p.Summary.Failed++
 		}
 	}
-	// The queue in arrival order; workloads by namespace and name.
-	sort.Slice(p.Queue, func(a, b int) bool { return p.Queue[a].Since.Before(p.Queue[b].Since) })
+	p.Queue = queue(waiting, s.PriorityClasses)
+	// Workloads by namespace and name.
 	sort.Slice(p.Workloads, func(a, b int) bool {
 		x, y := p.Workloads[a], p.Workloads[b]
 		return x.Namespace < y.Namespace || (x.Namespace == y.Namespace && x.Name < y.Name)

@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -19,7 +20,8 @@ func TestBuildAndRender(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	running := api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train"}}
 	waiting := func(name string, since int) api.JobSet {
-		return api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Status: api.JobSetStatus{Conditions: []metav1.Condition{{
+		created := metav1.NewTime(now.Add(time.Duration(since) * time.Second))
+		return api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: created}, Status: api.JobSetStatus{Conditions: []metav1.Condition{{
 			Type: string(api.JobSetTopologyAssigned), Status: metav1.ConditionFalse, Reason: "InsufficientCapacity",
 			Message: "needs 4 free node pools", LastTransitionTime: metav1.NewTime(now.Add(time.Duration(since) * time.Second))}}}}
 	}
@@ -31,16 +33,20 @@ func TestBuildAndRender(t *testing.T) {
 		}
 		return *b.Obj()
 	}
+	urgent := waiting("urgent", 30) // the newest, and of the highest priority: first
+	urgent.Spec.ReplicatedJobs = []api.ReplicatedJob{{Name: "slice", Replicas: 2}}
+	urgent.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = "high"
 	page := Build(Snapshot{
-		JobSets: []api.JobSet{waiting("late", 20), running, waiting("early", 10)},
+		JobSets:         []api.JobSet{waiting("late", 20), running, waiting("early", 10), urgent},
+		PriorityClasses: []schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 750}},
 		Jobs:    []batchv1.Job{*testobj.NewJob("ns", "train-slice-0").OfJobSet("train", "slice", 0).Label("job-name", "train-slice-0").Obj()},
 		Pods:    []corev1.Pod{pod("p0", "0", corev1.PodRunning), pod("p1", "1", corev1.PodPending)},
 		Events: []corev1.Event{{InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: "train"}, Type: "Warning",
 			Reason: "SliceUnhealthy", Message: "host lost", EventTime: metav1.NewMicroTime(now)}},
 		Now: now,
 	})
-	if len(page.Queue) != 2 || page.Queue[0].Name != "early" || page.Queue[1].Name != "late" || page.Summary.Waiting != 2 {
-		t.Errorf("queue = %+v, want early then late", page.Queue)
+	if len(page.Queue) != 3 || page.Queue[0].Name != "urgent" || page.Queue[0].Priority != 750 || page.Queue[1].Name != "early" || page.Queue[2].Name != "late" || page.Summary.Waiting != 3 {
+		t.Errorf("queue = %+v, want urgent (priority 750), then early, then late", page.Queue)
 	}
 	var train Workload
 	for _, w := range page.Workloads {

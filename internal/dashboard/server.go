@@ -16,6 +16,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -103,7 +104,7 @@ func (s *Server) Start(ctx context.Context) error {
 		default:
 		}
 	}
-	for _, obj := range []client.Object{&corev1.Node{}, &api.JobSet{}, &batchv1.Job{}, &corev1.Pod{}, &corev1.Event{}} {
+	for _, obj := range []client.Object{&corev1.Node{}, &api.JobSet{}, &batchv1.Job{}, &corev1.Pod{}, &corev1.Event{}, &schedulingv1.PriorityClass{}} {
 		inf, err := s.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return err
@@ -126,7 +127,7 @@ func (s *Server) Start(ctx context.Context) error {
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if !s.cache.WaitForCacheSync(syncCtx) {
-		return fmt.Errorf("dashboard: the caches did not sync within 2m (%v): the identity must be able to list and watch nodes, pods, jobs, jobsets and events", syncCtx.Err())
+		return fmt.Errorf("dashboard: the caches did not sync within 2m (%v): the identity must be able to list and watch nodes, pods, jobs, jobsets, events and priorityclasses", syncCtx.Err())
 	}
 	if err := s.refresh(ctx); err != nil {
 		return err
@@ -175,13 +176,15 @@ func (s *Server) refresh(ctx context.Context) error {
 	var jobs batchv1.JobList
 	var pods corev1.PodList
 	var events corev1.EventList
-	for _, l := range []client.ObjectList{&nodes, &jobsets, &jobs, &pods, &events} {
+	var classes schedulingv1.PriorityClassList
+	for _, l := range []client.ObjectList{&nodes, &jobsets, &jobs, &pods, &events, &classes} {
 		// The caches' own objects, only read.
 		if err := s.cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
 	}
-	page := Build(Snapshot{Nodes: nodes.Items, JobSets: jobsets.Items, Jobs: jobs.Items, Pods: pods.Items, Events: events.Items, Now: time.Now(), GroupLabel: s.GroupLabel})
+	page := Build(Snapshot{Nodes: nodes.Items, JobSets: jobsets.Items, Jobs: jobs.Items, Pods: pods.Items, Events: events.Items,
+		PriorityClasses: classes.Items, Now: time.Now(), GroupLabel: s.GroupLabel})
 	sections, err := s.render.render(page)
 	if err != nil {
 		return err

@@ -31,6 +31,11 @@ const (
 	// PodSetRequiredTopologyAnnotation is Kueue's pod annotation naming the
 	// topology level a pod set must fit in; GKE's sub-slicing needs it.
 	PodSetRequiredTopologyAnnotation = "kueue.x-k8s.io/podset-required-topology"
+	// PodSetSliceRequiredTopologyAnnotation and PodSetSliceSizeAnnotation
+	// are Kueue's: every PodSetSliceSize pods of a pod set on one domain of
+	// the named level (for a super-slice: 16 pods on each 4x4x4 cube).
+	PodSetSliceRequiredTopologyAnnotation = "kueue.x-k8s.io/podset-slice-required-topology"
+	PodSetSliceSizeAnnotation             = "kueue.x-k8s.io/podset-slice-size"
 
 	// MultisliceGroupLabel and MultisliceGroupSizeLabel are the seed's
 	// names for the labels that join node pools into a multislice group.

@@ -102,6 +102,56 @@ func TestQueues(t *testing.T) {
 	}
 }
 
+// TestQueuesForSubBlocks: a fleet with tpu7x sub-blocks gets a flavor
+// per block scheduled by xpk's super-slice Topology, that Topology, the
+// slice AdmissionCheck, and a ClusterQueue that asks it on those flavors
+// alone.
+func TestQueuesForSubBlocks(t *testing.T) {
+	cube := func(name, block, partition string) corev1.Node {
+		l := tpuLabels("tpu7x", "4x4x4", "")
+		l[gke.TopologyBlockLabel], l[gke.PartitionCubeLabel] = block, partition
+		return node(name, l, "200", "400Gi", "4")
+	}
+	nodes := []corev1.Node{cube("a0", "block-1", "block-1-sb-0"), cube("a1", "block-1", "block-1-sb-1"), cube("b0", "block-2", "block-2-sb-0"),
+		node("g", tpuLabels("tpu-v4-podslice", "2x2x2", "g"), "2", "4Gi", "4"), node("cpu", nil, "8", "32Gi", "")}
+	flavors := Flavors(nodes, gke.MultisliceGroupLabel)
+	objs, err := Queues(flavors, QueueOptions{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		kinds[o.GetKind()+"/"+o.GetName()] = o
+	}
+	f := kinds["ResourceFlavor/tpu7x-block-1"]
+	if f == nil {
+		t.Fatalf("no flavor for block-1: %v", kinds)
+	}
+	if topo, _, _ := unstructured.NestedString(f.Object, "spec", "topologyName"); topo != SuperSliceTopology {
+		t.Errorf("block-1's flavor has topology %q", topo)
+	}
+	if labels, _, _ := unstructured.NestedStringMap(f.Object, "spec", "nodeLabels"); len(labels) != 2 || labels[gke.TopologyBlockLabel] != "block-1" {
+		t.Errorf("block-1's flavor selects %v, want the accelerator and the block, no topology", labels)
+	}
+	if topo, _, _ := unstructured.NestedString(kinds["ResourceFlavor/g"].Object, "spec", "topologyName"); topo != "" {
+		t.Errorf("a node-pool group's flavor has topology %q", topo)
+	}
+	levels, _, _ := unstructured.NestedSlice(kinds["Topology/"+SuperSliceTopology].Object, "spec", "levels")
+	if len(levels) != 3 || levels[1].(map[string]any)["nodeLabel"] != gke.PartitionCubeLabel || levels[2].(map[string]any)["nodeLabel"] != gke.HostnameLabel {
+		t.Errorf("topology levels %v", levels)
+	}
+	if c, _, _ := unstructured.NestedString(kinds["AdmissionCheck/"+SliceCheck].Object, "spec", "controllerName"); c != "accelerator.gke.io/slice" {
+		t.Errorf("admission check controller %q", c)
+	}
+	checks, _, _ := unstructured.NestedSlice(kinds["ClusterQueue/"+ClusterQueueName].Object, "spec", "admissionChecksStrategy", "admissionChecks")
+	if len(checks) != 1 || checks[0].(map[string]any)["name"] != SliceCheck {
+		t.Fatalf("ClusterQueue admission checks %v", checks)
+	}
+	if on := checks[0].(map[string]any)["onFlavors"].([]any); len(on) != 2 || on[0] != "tpu7x-block-1" || on[1] != "tpu7x-block-2" {
+		t.Errorf("the check applies on %v, want the two blocks' flavors", on)
+	}
+}
+
 func TestServeAt(t *testing.T) {
 	rule := func(group string) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{Rule: admissionregistrationv1.Rule{APIGroups: []string{group}}}}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/workload"
 )
@@ -26,6 +27,15 @@ const (
 	LocalQueueName   = "multislice-queue"
 	// CPUFlavor holds the nodes that have no TPU.
 	CPUFlavor = "cpu"
+	// SuperSliceTopology is xpk's Topology for dynamic slicing (tpu7x):
+	// block, then 4x4x4 sub-block, then host; the flavors of sub-blocks
+	// are scheduled by it (Kueue's topology-aware scheduling).
+	SuperSliceTopology = "super-slice-topology"
+	// SliceCheck is xpk's AdmissionCheck of GKE's slice controller
+	// (controllerName accelerator.gke.io/slice, the manager's here): on
+	// the sub-blocks' flavors a Workload is admitted once its Slices are
+	// formed and Ready.
+	SliceCheck = "ss-kueue-operator"
 )
 
 // QueueOptions say where the queues go.
@@ -42,6 +52,9 @@ type Flavor struct {
 	CPU        resource.Quantity
 	Memory     resource.Quantity
 	Chips      resource.Quantity
+	// Topology names the Kueue Topology that schedules it (sub-blocks of
+	// dynamic slicing), "" for none.
+	Topology string
 }
 
 // Flavors groups nodes into flavors: one per TPU group (the node label
@@ -82,6 +95,12 @@ func Flavors(nodes []corev1.Node, groupLabel string) []Flavor {
 
 func flavorOf(n *corev1.Node, groupLabel string) Flavor {
 	acc, topo := n.Labels[gke.AcceleratorLabel], n.Labels[gke.TopologyLabel]
+	// A sub-block's hosts: one flavor per block, no topology selector
+	// (the pods ask for their slice's shape by annotation), scheduled by
+	// the block -> sub-block -> host topology.
+	if block := n.Labels[gke.TopologyBlockLabel]; block != "" && n.Labels[gke.PartitionCubeLabel] != "" {
+		return Flavor{Name: dnsName(acc + "-" + block), NodeLabels: map[string]string{gke.AcceleratorLabel: acc, gke.TopologyBlockLabel: block}, Topology: SuperSliceTopology}
+	}
 	if acc == "" || topo == "" {
 		return Flavor{Name: CPUFlavor}
 	}
@@ -110,7 +129,7 @@ func Queues(flavors []Flavor, o QueueOptions) ([]*unstructured.Unstructured, err
 		return nil, fmt.Errorf("the cluster has no nodes: create node pools first")
 	}
 	var objs []*unstructured.Unstructured
-	var quotas []any
+	var quotas, checked []any
 	for _, f := range flavors {
 		spec := map[string]any{}
 		if len(f.NodeLabels) > 0 {
@@ -120,12 +139,16 @@ func Queues(flavors []Flavor, o QueueOptions) ([]*unstructured.Unstructured, err
 			}
 			spec["nodeLabels"] = labels
 		}
+		if f.Topology != "" {
+			spec["topologyName"] = f.Topology
+			checked = append(checked, f.Name)
+		}
 		objs = append(objs, object("ResourceFlavor", f.Name, "", spec))
 		quotas = append(quotas, map[string]any{"name": f.Name, "resources": []any{
 			quota(corev1.ResourceCPU, f.CPU), quota(corev1.ResourceMemory, f.Memory), quota(gke.TPUResource, f.Chips),
 		}})
 	}
-	objs = append(objs, object("ClusterQueue", ClusterQueueName, "", map[string]any{
+	cq := map[string]any{
 		"namespaceSelector": map[string]any{},
 		"queueingStrategy":  "BestEffortFIFO",
 		"preemption":        map[string]any{"withinClusterQueue": "LowerPriority"},
@@ -133,7 +156,12 @@ func Queues(flavors []Flavor, o QueueOptions) ([]*unstructured.Unstructured, err
 			"coveredResources": []any{string(corev1.ResourceCPU), string(corev1.ResourceMemory), gke.TPUResource},
 			"flavors":          quotas,
 		}},
-	}))
+	}
+	if len(checked) > 0 {
+		objs = append(objs, dynamicSlicing()...)
+		cq["admissionChecksStrategy"] = map[string]any{"admissionChecks": []any{map[string]any{"name": SliceCheck, "onFlavors": checked}}}
+	}
+	objs = append(objs, object("ClusterQueue", ClusterQueueName, "", cq))
 	objs = append(objs, object("LocalQueue", LocalQueueName, o.Namespace, map[string]any{"clusterQueue": ClusterQueueName}))
 	// xpk's priorities, as WorkloadPriorityClasses too: a JobSet labelled
 	// kueue.x-k8s.io/priority-class=high preempts lower ones in its queue.
@@ -144,6 +172,19 @@ func Queues(flavors []Flavor, o QueueOptions) ([]*unstructured.Unstructured, err
 		objs = append(objs, u)
 	}
 	return objs, nil
+}
+
+// dynamicSlicing are xpk's Topology for sub-blocks and the slice
+// AdmissionCheck, which the manager runs.
+func dynamicSlicing() []*unstructured.Unstructured {
+	var levels []any
+	for _, l := range []string{gke.TopologyBlockLabel, gke.PartitionCubeLabel, gke.HostnameLabel} {
+		levels = append(levels, map[string]any{"nodeLabel": l})
+	}
+	return []*unstructured.Unstructured{
+		object("Topology", SuperSliceTopology, "", map[string]any{"levels": levels}),
+		object("AdmissionCheck", SliceCheck, "", map[string]any{"controllerName": slicev1beta1.AdmissionCheckControllerName}),
+	}
 }
 
 func quota(name corev1.ResourceName, q resource.Quantity) map[string]any {

@@ -220,7 +220,8 @@ func metricsOptions(o Options) metricsserver.Options {
 }
 
 // addControllers registers the JobSet controller, placement, slice health
-// and, for dynamic slicing, the slice controller.
+// and, for dynamic slicing, the slice controller and (once Kueue is
+// served) its admission check.
 func addControllers(mgr ctrl.Manager, o Options) error {
 	r := &jobsetcontroller.Reconciler{
 		Client:         mgr.GetClient(),
@@ -241,12 +242,19 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 		if err := (&slicecontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-controller")}).SetupWithManager(mgr); err != nil {
 			return err
 		}
+		d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&sliceCheckWhenKueue{mgr: mgr, discovery: d, every: 5 * time.Second}); err != nil {
+			return err
+		}
 	}
 	if o.NoSliceHealth {
 		return nil
 	}
 	return (&slicehealth.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("slice-health"),
-		Grace: o.SliceGrace}).SetupWithManager(mgr)
+		Grace: o.SliceGrace, Slices: o.FeatureGates.DynamicSlicing}).SetupWithManager(mgr)
 }
 
 // addWebhooks registers the JobSet and TPU webhooks and keeps their certificate fresh.

@@ -16,6 +16,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/metrics"
@@ -51,8 +53,13 @@ const domainIndex = "slicehealth.multislice.dev/domain"
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// Grace is how long a host may be NotReady before its slice counts as failed.
+	// Grace is how long a host may be NotReady before its slice counts as
+	// failed: a node pool's. A Job on a dynamic Slice fails as soon as the
+	// slice controller judges its Slice FAILED (as GKE's does: the cube is
+	// the unit of failure, and the Slice is formed again without it).
 	Grace time.Duration
+	// Slices: dynamic slicing is on, Slices are watched.
+	Slices bool
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -77,10 +84,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("slicehealth").
+	b := ctrl.NewControllerManagedBy(mgr).Named("slicehealth").
 		For(&batchv1.Job{}, builder.WithPredicates(pinned)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.jobsOnNode), builder.WithPredicates(healthChanged)).
-		Complete(r)
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.jobsOnNode), builder.WithPredicates(healthChanged))
+	if r.Slices {
+		b = b.Watches(&slicev1beta1.Slice{}, handler.EnqueueRequestsFromMapFunc(r.jobsOnSlice))
+	}
+	return b.Complete(r)
 }
 
 // domainsOf are the index values of a pinned child Job: its domain, or
@@ -90,11 +100,12 @@ func domainsOf(j *batchv1.Job) []string {
 		return nil
 	}
 	if parts := slicing.PinnedPartitions(j); len(parts) > 0 {
-		out := make([]string, len(parts))
-		for i, p := range parts {
-			out[i] = gke.PartitionCubeLabel + "=" + p
+		out := make([]string, 0, len(parts)+1)
+		for _, p := range parts {
+			out = append(out, gke.PartitionCubeLabel+"="+p)
 		}
-		return out
+		// No node has this label: only a Slice's events look it up.
+		return append(out, slicing.SliceAnnotation+"="+slicing.PinnedSlice(j))
 	}
 	domain, key := api.PinnedDomain(j), j.Annotations[api.ExclusiveKey]
 	if domain == "" || key == "" {
@@ -141,6 +152,36 @@ func (r *Reconciler) jobsOnNode(ctx context.Context, o client.Object) []reconcil
 	return out
 }
 
+// jobsOnSlice maps a Slice to the Jobs pinned to it.
+func (r *Reconciler) jobsOnSlice(ctx context.Context, o client.Object) []reconcile.Request {
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.MatchingFields{domainIndex: slicing.SliceAnnotation + "=" + o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, len(jobs.Items))
+	for i := range jobs.Items {
+		out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: jobs.Items[i].Namespace, Name: jobs.Items[i].Name}}
+	}
+	return out
+}
+
+// sliceFailed is why the Slice a Job is pinned to failed ("" when it did
+// not, or the Job is on a node pool).
+func (r *Reconciler) sliceFailed(ctx context.Context, j *batchv1.Job) (string, error) {
+	name := slicing.PinnedSlice(j)
+	if !r.Slices || name == "" {
+		return "", nil
+	}
+	var s slicev1beta1.Slice
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &s); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition); c != nil && c.Status == metav1.ConditionFalse && c.Reason == slicev1beta1.FailedReason {
+		return "its Slice failed: " + c.Message, nil
+	}
+	return "", nil
+}
+
 // Reconcile looks at one Job's slice.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var j batchv1.Job
@@ -159,7 +200,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		hosts = expectedHosts(nodes.Items, &j)
 	}
 	now := r.Now()
-	cause := gke.SliceProblem(nodes.Items, hosts, r.Grace, now)
+	cause, err := r.sliceFailed(ctx, &j)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if cause == "" {
+		cause = gke.SliceProblem(nodes.Items, hosts, r.Grace, now)
+	}
 	if cause == "" {
 		return reconcile.Result{RequeueAfter: gke.GraceLeft(nodes.Items, r.Grace, now)}, nil
 	}

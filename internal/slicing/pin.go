@@ -8,12 +8,13 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 
 	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
-
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 )
 
@@ -128,4 +129,37 @@ func PinnedPartitions(j *batchv1.Job) []string {
 		}
 	}
 	return nil
+}
+
+// Owner is the JobSet a Slice is formed for.
+type Owner struct {
+	Namespace, Name string
+	UID             types.UID
+}
+
+// OwnerOf is js as the owner of its Slices.
+func OwnerOf(js *api.JobSet) Owner { return Owner{Namespace: js.Namespace, Name: js.Name, UID: js.UID} }
+
+// NewSlice is the Slice formed for want from cubes (a sub-slice: the
+// quarters of its one cube): named for its Job, labelled with its JobSet
+// (a cluster-scoped object has no namespaced owner), formed again on
+// failure.
+func NewSlice(o Owner, w Want, cubes []string, quarters uint8) *slicev1beta1.Slice {
+	t := slices.Clone(w.Topology)
+	slices.Sort(t)
+	s := &slicev1beta1.Slice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: Name(w.Name, o.UID),
+			Labels: map[string]string{
+				slicev1beta1.JobSetNamespaceLabel: o.Namespace, slicev1beta1.JobSetNameLabel: o.Name,
+				slicev1beta1.JobSetUIDLabel: string(o.UID), slicev1beta1.JobNameLabel: w.Name,
+			},
+			Annotations: map[string]string{slicev1beta1.RetryOnFailureAnnotation: "true"},
+		},
+		Spec: slicev1beta1.SliceSpec{Type: slicev1beta1.TPU7x, Topology: t.String(), PartitionIDs: cubes},
+	}
+	if quarters != 0 {
+		s.Annotations[slicev1beta1.QuartersAnnotation] = FormatQuarters(quarters)
+	}
+	return s
 }

@@ -43,29 +43,42 @@ func PlaceInQueue(me *api.JobSet, all []api.JobSet, classValue func(string) (int
 	if !WaitingForCapacity(me) {
 		return nil
 	}
+	var waiting []*api.JobSet
+	for i := range all {
+		if js := &all[i]; WaitingForCapacity(js) || js.UID == me.UID {
+			waiting = append(waiting, js)
+		}
+	}
+	queue := Rank(waiting, classValue)
+	place := &QueuePlace{Waiting: len(queue), Priority: placement.Priority(me, classValue), Ahead: []Waiting{}}
+	for i, w := range queue {
+		if w.Namespace == me.Namespace && w.Name == me.Name {
+			place.Position = i + 1
+			break
+		}
+		place.Ahead = append(place.Ahead, w)
+	}
+	return place
+}
+
+// Rank orders the JobSets of a queue as placement serves them: higher
+// priority first, then older; each with its priority and its slices.
+func Rank(jobsets []*api.JobSet, classValue func(string) (int32, bool)) []Waiting {
 	type ranked struct {
 		w      Waiting
 		waiter placement.Waiter
 	}
-	var queue []ranked
-	for i := range all {
-		js := &all[i]
-		if !WaitingForCapacity(js) && js.UID != me.UID {
-			continue
-		}
+	queue := make([]ranked, 0, len(jobsets))
+	for _, js := range jobsets {
 		w := Waiting{Namespace: js.Namespace, Name: js.Name, Priority: placement.Priority(js, classValue), Slices: tpuSlices(js)}
 		queue = append(queue, ranked{w, placement.Waiter{Priority: w.Priority, Created: js.CreationTimestamp.Time}})
 	}
 	sort.SliceStable(queue, func(a, b int) bool { return queue[a].waiter.Before(queue[b].waiter) })
-	place := &QueuePlace{Waiting: len(queue), Priority: placement.Priority(me, classValue), Ahead: []Waiting{}}
+	out := make([]Waiting, len(queue))
 	for i, r := range queue {
-		if r.w.Namespace == me.Namespace && r.w.Name == me.Name {
-			place.Position = i + 1
-			break
-		}
-		place.Ahead = append(place.Ahead, r.w)
+		out[i] = r.w
 	}
-	return place
+	return out
 }
 
 // tpuSlices counts the Jobs of replicated jobs whose pods request TPUs.

@@ -14,11 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/kueue"
 	"github.com/multislice/multislice/internal/slicing"
 	"github.com/multislice/multislice/test/framework"
 )
@@ -139,14 +142,85 @@ func TestDynamicSlicing(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, noSlices)
 }
 
-// dynamicRunning waits for n Running pods of the JobSet's attempt and
-// checks that each runs on a host of its Job's Slice.
+// TestDynamicSlicingUnderKueue: on examples/fleet-dynamic.yaml with
+// Kueue, `kueue init` makes the block a flavor scheduled by xpk's
+// super-slice Topology (Kueue's topology-aware scheduling) and asks the
+// slice admission check (accelerator.gke.io/slice, the manager's) on it.
+// xpk's super-slicing JobSet, queued, is admitted only once its two
+// Slices, formed from the hosts Kueue chose, are Ready, and its 64 pods
+// run on them. A host fails: the check sends the Workload back to Kueue,
+// and at its next admission new Slices form from healthy cubes.
+func TestDynamicSlicingUnderKueue(t *testing.T) {
+	framework.RequireE2E(t)
+	kubectl := requireKubectl(t)
+	root, _ := filepath.Abs("../..")
+	c, _ := framework.StartCluster(t, "--kueue", "--fleet", filepath.Join(root, "examples/fleet-dynamic.yaml"))
+	if out := c.MustRun("kueue", "init"); !strings.Contains(out, "tpu7x-block-1") {
+		t.Fatalf("kueue init makes no flavor of block-1:\n%s", out)
+	}
+	rendered := c.MustRun("workload", "create", "dyn", "--super-slicing", "--tpu-type=tpu7x-4x4x8", "--num-slices=2", "--max-restarts=3",
+		"--kueue-queue", kueue.LocalQueueName, "--command=python3 train.py", "--dry-run", "-o", "yaml")
+	file := filepath.Join(t.TempDir(), "jobset.yaml")
+	if err := os.WriteFile(file, []byte(rendered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if out, err := kubectl(c, "apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	dyn := dynamic.NewForConfigOrDie(c.Config)
+	var w *unstructured.Unstructured
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		w = workloadOf(t, dyn, "dyn")
+		checks, _, _ := unstructured.NestedSlice(w.Object, "status", "admissionChecks")
+		return admitted(w), fmt.Sprintf("Workload %s: admitted %v, checks %v", w.GetName(), admitted(w), checks)
+	})
+	formed := readySlices(t, c, "dyn", 2)
+	admittedAt, _ := time.Parse(time.RFC3339, workloadCondition(w, "Admitted")["lastTransitionTime"].(string))
+	for _, s := range formed {
+		readyAt := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition).LastTransitionTime.Time
+		if s.Annotations[slicev1beta1.WorkloadAnnotation] != w.GetName() || readyAt.After(admittedAt) {
+			t.Errorf("slice %s (for Workload %q) Ready at %s, the Workload admitted at %s: want it formed by the check, Ready first",
+				s.Name, s.Annotations[slicev1beta1.WorkloadAnnotation], readyAt, admittedAt)
+		}
+	}
+	dynamicRunning(t, c, "dyn", -1, 64)
+	t.Logf("through Kueue and the slice check: applied -> 64/64 Running in %.1fs", time.Since(began).Seconds())
+
+	// A host of slice 0 fails: its Slice fails, the check has Kueue
+	// requeue the Workload, and new Slices form from the hosts Kueue
+	// chooses next, none on the failed cube.
+	failed := formed["dyn-slice-0"].Spec.PartitionIDs[0]
+	began = time.Now()
+	c.MustRun("chaos", "fail-host", "--nodepool", failed)
+	framework.Eventually(t, 120*time.Second, func(ctx context.Context) (bool, string) {
+		var list slicev1beta1.SliceList
+		if err := c.Objects.List(ctx, &list, client.MatchingLabels{slicev1beta1.JobSetNameLabel: "dyn"}); err != nil {
+			return false, err.Error()
+		}
+		var ready []string
+		for _, s := range list.Items {
+			if meta.IsStatusConditionTrue(s.Status.Conditions, slicev1beta1.ReadyCondition) && !slices.Contains(s.Spec.PartitionIDs, failed) && s.DeletionTimestamp == nil {
+				ready = append(ready, s.Name)
+			}
+		}
+		return len(ready) == 2, fmt.Sprintf("Ready slices without cube %s: %v", failed, ready)
+	})
+	dynamicRunning(t, c, "dyn", -1, 64)
+	t.Logf("through Kueue: one host failed -> 64/64 Running on new Slices after %.1fs", time.Since(began).Seconds())
+}
+
+// dynamicRunning waits for n Running pods of the JobSet's attempt (any
+// attempt: -1) and checks that each runs on a host of its Job's Slice.
 func dynamicRunning(t *testing.T, c *framework.Cluster, name string, attempt, n int) []corev1.Pod {
 	t.Helper()
 	var running []corev1.Pod
+	selector := fmt.Sprintf("%s=%s", api.JobSetNameKey, name)
+	if attempt >= 0 {
+		selector += fmt.Sprintf(",%s=%d", api.RestartsKey, attempt)
+	}
 	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
-		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
-			LabelSelector: fmt.Sprintf("%s=%s,%s=%d", api.JobSetNameKey, name, api.RestartsKey, attempt)})
+		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, err.Error()
 		}

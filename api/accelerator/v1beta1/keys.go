@@ -43,3 +43,16 @@ const HostPositionLabel = "multislice.dev/host-position"
 // hosts at x = q mod 2, y = q / 2. Two sub-slices of a partition hold
 // different quarters.
 const QuartersAnnotation = "slice.multislice.dev/quarters"
+
+// AdmissionCheckControllerName is GKE's name of the slice controller as a
+// Kueue admission check (AdmissionCheck spec.controllerName): a Workload
+// of a ClusterQueue with such a check is admitted once its Slices are
+// formed, from the hosts Kueue's topology-aware scheduling chose, and Ready.
+const AdmissionCheckControllerName = "accelerator.gke.io/slice"
+
+// WorkloadAnnotation (ours) names, on a Slice the admission check formed,
+// the Kueue Workload it was formed for: the check owns it until the
+// Workload is admitted, and the JobSet controller does not form it again
+// on failure (Kueue requeues the Workload, and its new hosts make new
+// Slices).
+const WorkloadAnnotation = "slice.multislice.dev/kueue-workload"

@@ -59,7 +59,8 @@ func (r *Reconciler) observeSlices(ctx context.Context, js *api.JobSet) (*policy
 	so := &policy.SliceObservation{Mine: make(map[string]policy.SliceFact, len(list.Items))}
 	for i := range list.Items {
 		s := &list.Items[i]
-		fact := policy.SliceFact{Name: s.Name, Partitions: s.Spec.PartitionIDs, Quarters: slicing.QuartersOf(s)}
+		fact := policy.SliceFact{Name: s.Name, Partitions: s.Spec.PartitionIDs, Quarters: slicing.QuartersOf(s),
+			ForKueue: s.Annotations[slicev1beta1.WorkloadAnnotation] != ""}
 		if c := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition); c != nil && s.DeletionTimestamp == nil {
 			fact.Ready = c.Status == metav1.ConditionTrue
 			fact.Failed = c.Status == metav1.ConditionFalse && c.Reason == slicev1beta1.FailedReason

@@ -3,6 +3,7 @@ package jobset
 import (
 	"context"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,6 +13,8 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/features"
+	"github.com/multislice/multislice/internal/slicing"
+	"github.com/multislice/multislice/internal/workload"
 )
 
 // Webhook serves MutatePath and ValidatePath, the paths upstream uses.
@@ -31,9 +34,25 @@ func (w *Webhook) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Default implements admission.Defaulter.
-func (w *Webhook) Default(_ context.Context, js *api.JobSet) error {
+func (w *Webhook) Default(ctx context.Context, js *api.JobSet) error {
 	Default(js)
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
+		w.defaultForKueue(js)
+	}
 	return nil
+}
+
+// defaultForKueue: a JobSet queued in Kueue whose pods ask for dynamic
+// super-slices asks Kueue's topology-aware scheduling for hosts a Slice
+// can be formed from (slicing.AskKueueForCubes), when the manager forms
+// Slices (DynamicSlicing); only at creation, before Kueue reads its pod sets.
+func (w *Webhook) defaultForKueue(js *api.JobSet) {
+	if !w.Gates.DynamicSlicing || js.Labels[workload.QueueLabel] == "" {
+		return
+	}
+	for i := range js.Spec.ReplicatedJobs {
+		slicing.AskKueueForCubes(&js.Spec.ReplicatedJobs[i].Template.Spec.Template)
+	}
 }
 
 // ValidateCreate implements admission.Validator.

@@ -50,6 +50,11 @@ type SliceFact struct {
 	// formed again from healthy cubes.
 	Failed  bool
 	Message string
+	// ForKueue: Kueue's admission check formed it from the hosts Kueue
+	// chose (slicecheck): it is the check's while the JobSet is
+	// suspended, and when it fails the check has Kueue requeue the
+	// Workload instead of this stage forming it again.
+	ForKueue bool
 }
 
 // slicesStage gives each dynamic-slice Job the plan starts (GKE's
@@ -76,9 +81,12 @@ func slicesStage(d *decision) bool {
 		switch {
 		case !ok:
 			wants = append(wants, slicing.Want{Name: j.Name, Topology: sliceTopology(j)})
+		case s.Failed && s.ForKueue:
+			notReady++
+			why = cmp.Or(why, s.Name+": "+s.Message+"; Kueue requeues the Workload (admission check "+slicev1beta1.AdmissionCheckControllerName+") and it is formed again from the hosts Kueue chooses")
 		case s.Failed:
 			p.DeleteSlices = append(p.DeleteSlices, s.Name)
-			why = cmp.Or(why, s.Name+": "+s.Message)
+			why = cmp.Or(why, s.Name+": "+s.Message+"; it is formed again from healthy cubes")
 		case !s.Ready:
 			notReady++
 		}
@@ -88,7 +96,7 @@ func slicesStage(d *decision) bool {
 	}
 	if waiting := notReady + len(p.CreateSlices) + len(p.DeleteSlices); waiting > 0 {
 		holdAttempt(p, slicesFormingRequeue)
-		d.e.put(TopologyAssigned, metav1.ConditionFalse, SlicesFormingReason, formingMessage(len(gang), waiting, len(p.DeleteSlices), why), "")
+		d.e.put(TopologyAssigned, metav1.ConditionFalse, SlicesFormingReason, formingMessage(len(gang), waiting, why), "")
 		return false
 	}
 	var assigned []string
@@ -121,7 +129,7 @@ func formSlices(d *decision, wants []slicing.Want) bool {
 		return false
 	}
 	for _, w := range wants {
-		p.CreateSlices = append(p.CreateSlices, newSlice(d.js, w, formed.Cubes[w.Name], formed.Quarters[w.Name]))
+		p.CreateSlices = append(p.CreateSlices, slicing.NewSlice(slicing.OwnerOf(d.js), w, formed.Cubes[w.Name], formed.Quarters[w.Name]))
 	}
 	p.HoldDomains = map[string]map[string]string{} // off the queue: its Slices hold its cubes
 	return true
@@ -133,10 +141,10 @@ func holdAttempt(p *Plan, wait time.Duration) {
 	requeue(p, wait)
 }
 
-func formingMessage(slices, waiting, failed int, why string) string {
+func formingMessage(slices, waiting int, why string) string {
 	msg := fmt.Sprintf("%d of the JobSet's %d Slices are not Ready yet: its Jobs start once all are", waiting, slices)
-	if failed > 0 {
-		msg += fmt.Sprintf("; %d failed (%s) and are formed again from healthy cubes", failed, why)
+	if why != "" {
+		msg += "; failed: " + why
 	}
 	return msg
 }
@@ -168,40 +176,22 @@ func sliceTopology(j *batchv1.Job) tpu.Topology {
 	return t
 }
 
-// newSlice is the Slice formed for want from cubes (a sub-slice: the
-// quarters of its one cube): named for its Job, labelled with its JobSet
-// (a cluster-scoped object has no namespaced owner), formed again on
-// failure.
-func newSlice(js *api.JobSet, w slicing.Want, cubes []string, quarters uint8) *slicev1beta1.Slice {
-	t := slices.Clone(w.Topology)
-	slices.Sort(t)
-	s := &slicev1beta1.Slice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: slicing.Name(w.Name, js.UID),
-			Labels: map[string]string{
-				slicev1beta1.JobSetNamespaceLabel: js.Namespace, slicev1beta1.JobSetNameLabel: js.Name,
-				slicev1beta1.JobSetUIDLabel: string(js.UID), slicev1beta1.JobNameLabel: w.Name,
-			},
-			Annotations: map[string]string{slicev1beta1.RetryOnFailureAnnotation: "true"},
-		},
-		Spec: slicev1beta1.SliceSpec{Type: slicev1beta1.TPU7x, Topology: t.String(), PartitionIDs: cubes},
-	}
-	if quarters != 0 {
-		s.Annotations[slicev1beta1.QuartersAnnotation] = slicing.FormatQuarters(quarters)
-	}
-	return s
-}
-
 // releaseSlices lets every Slice of a finished or suspended JobSet go.
 func releaseSlices(d *decision) {
 	so := d.o.Slices
 	if so == nil {
 		return
 	}
-	if _, done := finished(&d.p.Status); done == nil && !d.suspended {
+	_, done := finished(&d.p.Status)
+	if done == nil && !d.suspended {
 		return
 	}
 	for _, s := range so.Mine {
+		// Suspended by Kueue, a JobSet's Slices for its admission are
+		// the check's.
+		if done == nil && s.ForKueue {
+			continue
+		}
 		d.p.DeleteSlices = append(d.p.DeleteSlices, s.Name)
 	}
 	sort.Strings(d.p.DeleteSlices)

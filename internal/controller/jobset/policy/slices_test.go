@@ -61,6 +61,9 @@ func TestSlicesStage(t *testing.T) {
 		{name: "a failed Slice is let go before any is formed again",
 			slices:     &SliceObservation{Cubes: cubeRow(6), Mine: map[string]SliceFact{"train-slice-0": {Name: "s0", Failed: true}}},
 			wantDelete: 1, wantReason: SlicesFormingReason},
+		{name: "a failed Slice Kueue's check formed is left to the check: Kueue requeues the Workload",
+			slices:     &SliceObservation{Cubes: cubeRow(6), Mine: map[string]SliceFact{"train-slice-0": {Name: "s0", Failed: true, ForKueue: true, Message: "host h1 NotReady"}, "train-slice-1": ready("train-slice-1", "c2", "c3")}},
+			wantReason: SlicesFormingReason, wantWhy: "host h1 NotReady; Kueue requeues the Workload"},
 		{name: "no slice observation: the gate is off, the scheduler places", wantJobs: 2},
 	}
 	for _, tc := range cases {
@@ -105,6 +108,18 @@ func TestFinishedJobSetLetsItsSlicesGo(t *testing.T) {
 	p := Decide(Observed{JobSet: js, Now: time.Now(), Slices: &SliceObservation{Mine: map[string]SliceFact{"train-slice-0": {Name: "s0", Ready: true}}}})
 	if len(p.DeleteSlices) != 1 || p.DeleteSlices[0] != "s0" {
 		t.Fatalf("delete slices %v, want [s0]", p.DeleteSlices)
+	}
+}
+
+// TestSuspendedByKueueKeepsTheCheckSlices: suspended (waiting for its
+// admission), a JobSet lets go only the Slices it formed itself; those
+// Kueue's admission check formed for it are the check's until then.
+func TestSuspendedByKueueKeepsTheCheckSlices(t *testing.T) {
+	js := testobj.NewJobSet("ns", "train").ReplicatedJob("slice", 2, 16).Suspend(true).Obj()
+	p := Decide(Observed{JobSet: js, Now: time.Now(), Slices: &SliceObservation{Mine: map[string]SliceFact{
+		"train-slice-0": {Name: "s0", Ready: true, ForKueue: true}, "train-slice-1": {Name: "s1", Ready: true}}}})
+	if len(p.DeleteSlices) != 1 || p.DeleteSlices[0] != "s1" {
+		t.Fatalf("delete slices %v, want [s1]", p.DeleteSlices)
 	}
 }
 
