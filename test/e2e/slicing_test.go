@@ -208,6 +208,11 @@ func TestDynamicSlicingUnderKueue(t *testing.T) {
 	})
 	dynamicRunning(t, c, "dyn", -1, 64)
 	t.Logf("through Kueue: one host failed -> 64/64 Running on new Slices after %.1fs", time.Since(began).Seconds())
+	// Kueue's record of the eviction the check asked for (its Retry).
+	ev := workloadCondition(workloadOf(t, dyn, "dyn"), "Evicted")
+	if msg, _ := ev["message"].(string); !strings.Contains(msg, "admission check") {
+		t.Errorf("the Workload was not sent back to Kueue by the check: Evicted %v", ev)
+	}
 }
 
 // dynamicRunning waits for n Running pods of the JobSet's attempt (any
