@@ -92,7 +92,7 @@ func round(ctx context.Context, c *framework.Cluster, kind, name string) (start,
 		return 0, 0, 0, err
 	}
 	if err := waitRunning(ctx, c.Client, name, "0", 64, 3*time.Minute); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, fmt.Errorf("%w; %s", err, why(ctx, c, name))
 	}
 	start = time.Since(began)
 	job, err := c.Client.BatchV1().Jobs("default").Get(ctx, name+"-slice-0", metav1.GetOptions{})
@@ -108,7 +108,7 @@ func round(ctx context.Context, c *framework.Cluster, kind, name string) (start,
 		return 0, 0, 0, fmt.Errorf("chaos: %v\n%s", err, out)
 	}
 	if err := waitRunning(ctx, c.Client, name, "1", 64, 3*time.Minute); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, fmt.Errorf("%w; %s", err, why(ctx, c, name))
 	}
 	recover = time.Since(began)
 	_ = c.Objects.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground), client.GracePeriodSeconds(0))
@@ -120,6 +120,17 @@ func round(ctx context.Context, c *framework.Cluster, kind, name string) (start,
 		time.Sleep(500 * time.Millisecond)
 	}
 	return start, recover, 64, nil
+}
+
+// why is what a JobSet that did not start says: its conditions, and the
+// fleet's pools.
+func why(ctx context.Context, c *framework.Cluster, name string) string {
+	var js api.JobSet
+	if err := c.Objects.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &js); err != nil {
+		return err.Error()
+	}
+	pools, _ := c.Run("nodepool", "list")
+	return fmt.Sprintf("conditions %+v\n%s", js.Status.Conditions, pools)
 }
 
 func whole(ctx context.Context, c *framework.Cluster, name string) bool {

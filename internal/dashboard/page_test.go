@@ -39,8 +39,8 @@ func TestBuildAndRender(t *testing.T) {
 	page := Build(Snapshot{
 		JobSets:         []api.JobSet{waiting("late", 20), running, waiting("early", 10), urgent},
 		PriorityClasses: []schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 750}},
-		Jobs:    []batchv1.Job{*testobj.NewJob("ns", "train-slice-0").OfJobSet("train", "slice", 0).Label("job-name", "train-slice-0").Obj()},
-		Pods:    []corev1.Pod{pod("p0", "0", corev1.PodRunning), pod("p1", "1", corev1.PodPending)},
+		Jobs:            []batchv1.Job{*testobj.NewJob("ns", "train-slice-0").OfJobSet("train", "slice", 0).Label("job-name", "train-slice-0").Obj()},
+		Pods:            []corev1.Pod{pod("p0", "0", corev1.PodRunning), pod("p1", "1", corev1.PodPending)},
 		Events: []corev1.Event{{InvolvedObject: corev1.ObjectReference{Namespace: "ns", Name: "train"}, Type: "Warning",
 			Reason: "SliceUnhealthy", Message: "host lost", EventTime: metav1.NewMicroTime(now)}},
 		Now: now,

@@ -28,6 +28,12 @@ const (
 	// block and its 4x4x4 sub-block (one node pool per sub-block).
 	TopologyBlockLabel = "cloud.google.com/gce-topology-block"
 	PartitionCubeLabel = "cloud.google.com/gke-tpu-partition-4x4x4-id"
+	// PartitionHalfLabel and PartitionQuarterLabel place a sub-block's host
+	// in the 2x4x4 and 2x2x4 partitions of its cube (GKE labels a node with
+	// a partition id for every sub-slice shape); Kueue's topology-aware
+	// scheduling gives a sub-slice's pods one of them.
+	PartitionHalfLabel    = "cloud.google.com/gke-tpu-partition-2x4x4-id"
+	PartitionQuarterLabel = "cloud.google.com/gke-tpu-partition-2x2x4-id"
 	// PodSetRequiredTopologyAnnotation is Kueue's pod annotation naming the
 	// topology level a pod set must fit in; GKE's sub-slicing needs it.
 	PodSetRequiredTopologyAnnotation = "kueue.x-k8s.io/podset-required-topology"

@@ -137,7 +137,7 @@ func TestQueuesForSubBlocks(t *testing.T) {
 		t.Errorf("a node-pool group's flavor has topology %q", topo)
 	}
 	levels, _, _ := unstructured.NestedSlice(kinds["Topology/"+SuperSliceTopology].Object, "spec", "levels")
-	if len(levels) != 3 || levels[1].(map[string]any)["nodeLabel"] != gke.PartitionCubeLabel || levels[2].(map[string]any)["nodeLabel"] != gke.HostnameLabel {
+	if len(levels) != 5 || levels[1].(map[string]any)["nodeLabel"] != gke.PartitionCubeLabel || levels[4].(map[string]any)["nodeLabel"] != gke.HostnameLabel {
 		t.Errorf("topology levels %v", levels)
 	}
 	if c, _, _ := unstructured.NestedString(kinds["AdmissionCheck/"+SliceCheck].Object, "spec", "controllerName"); c != "accelerator.gke.io/slice" {

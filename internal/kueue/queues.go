@@ -28,8 +28,9 @@ const (
 	// CPUFlavor holds the nodes that have no TPU.
 	CPUFlavor = "cpu"
 	// SuperSliceTopology is xpk's Topology for dynamic slicing (tpu7x):
-	// block, then 4x4x4 sub-block, then host; the flavors of sub-blocks
-	// are scheduled by it (Kueue's topology-aware scheduling).
+	// block, then 4x4x4 sub-block, (ours: its 2x4x4 and 2x2x4 partitions,)
+	// then host; the flavors of sub-blocks are scheduled by it (Kueue's
+	// topology-aware scheduling).
 	SuperSliceTopology = "super-slice-topology"
 	// SliceCheck is xpk's AdmissionCheck of GKE's slice controller
 	// (controllerName accelerator.gke.io/slice, the manager's here): on
@@ -174,11 +175,13 @@ func Queues(flavors []Flavor, o QueueOptions) ([]*unstructured.Unstructured, err
 	return objs, nil
 }
 
-// dynamicSlicing are xpk's Topology for sub-blocks and the slice
-// AdmissionCheck, which the manager runs.
+// dynamicSlicing are xpk's Topology for sub-blocks (block, cube, host),
+// with the sub-slice partitions of a cube (GKE's per-shape partition
+// labels) between cube and host, and the slice AdmissionCheck, which the
+// manager runs.
 func dynamicSlicing() []*unstructured.Unstructured {
 	var levels []any
-	for _, l := range []string{gke.TopologyBlockLabel, gke.PartitionCubeLabel, gke.HostnameLabel} {
+	for _, l := range []string{gke.TopologyBlockLabel, gke.PartitionCubeLabel, gke.PartitionHalfLabel, gke.PartitionQuarterLabel, gke.HostnameLabel} {
 		levels = append(levels, map[string]any{"nodeLabel": l})
 	}
 	return []*unstructured.Unstructured{

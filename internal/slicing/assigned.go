@@ -95,26 +95,42 @@ func subFromHosts(t tpu.Topology, n int, cubes []string, perQuarter map[string]m
 	return cubes, mask, nil
 }
 
-// AskKueueForCubes adds to a super-slicing pod template, for Kueue's
+// AskKueueForCubes adds to a dynamic-slicing pod template, for Kueue's
 // topology-aware scheduling, what makes Kueue choose hosts a Slice can be
-// formed from: every pod in one block, and each 16 pods on one whole cube.
-// xpk's super-slicing JobSet carries neither; GKE's slice controller adds
-// defaults of its own the same way. A template that already names a
-// topology for Kueue, or asks for a sub-slice (xpk names its cube level
-// itself), is left as it is. It says whether it changed t.
+// formed from: for a super-slice every pod in one block and each 16 pods
+// on one whole cube; for a sub-slice each slice's pods on one quarter (or
+// half) of a cube (xpk puts the pod set in one cube itself). xpk's
+// JobSets carry neither; GKE's slice controller adds defaults of its own
+// the same way. A template that already says how Kueue slices it, or
+// (super-slice) names any topology for Kueue, is left as it is. It says
+// whether it changed t.
 func AskKueueForCubes(t *corev1.PodTemplateSpec) bool {
 	shape, err := tpu.ParseTopology(t.Annotations[gke.SliceTopologyAnnotation])
 	if err != nil {
 		return false
 	}
-	if _, err := CubeDims(shape); err != nil {
-		return false // a sub-slice, or a shape admission refuses
-	}
-	for _, k := range []string{gke.PodSetRequiredTopologyAnnotation, gke.PodSetSliceRequiredTopologyAnnotation,
-		gke.PodSetSliceSizeAnnotation, podSetPreferredTopologyAnnotation, podSetUnconstrainedTopologyAnnotation} {
-		if _, set := t.Annotations[k]; set {
-			return false
+	set := func(keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := t.Annotations[k]; ok {
+				return true
+			}
 		}
+		return false
+	}
+	if set(gke.PodSetSliceRequiredTopologyAnnotation, gke.PodSetSliceSizeAnnotation) {
+		return false
+	}
+	switch n := SubQuarters(shape); {
+	case n == 1 || n == 2:
+		level := map[int]string{1: gke.PartitionQuarterLabel, 2: gke.PartitionHalfLabel}[n]
+		t.Annotations[gke.PodSetSliceRequiredTopologyAnnotation] = level
+		t.Annotations[gke.PodSetSliceSizeAnnotation] = strconv.Itoa(n * cubeHosts / 4)
+		return true
+	case set(gke.PodSetRequiredTopologyAnnotation, podSetPreferredTopologyAnnotation, podSetUnconstrainedTopologyAnnotation):
+		return false
+	}
+	if _, err := CubeDims(shape); err != nil {
+		return false // a shape admission refuses
 	}
 	t.Annotations[gke.PodSetRequiredTopologyAnnotation] = gke.TopologyBlockLabel
 	t.Annotations[gke.PodSetSliceRequiredTopologyAnnotation] = gke.PartitionCubeLabel

@@ -106,8 +106,13 @@ func TestAskKueueForCubes(t *testing.T) {
 	if !reflect.DeepEqual(super.Annotations, want) {
 		t.Errorf("annotations %v, want %v", super.Annotations, want)
 	}
+	sub := tmpl(map[string]string{gke.SliceTopologyAnnotation: "2x4x4", gke.PodSetRequiredTopologyAnnotation: gke.PartitionCubeLabel})
+	if !AskKueueForCubes(sub) || sub.Annotations[gke.PodSetSliceRequiredTopologyAnnotation] != gke.PartitionHalfLabel ||
+		sub.Annotations[gke.PodSetSliceSizeAnnotation] != "8" || sub.Annotations[gke.PodSetRequiredTopologyAnnotation] != gke.PartitionCubeLabel {
+		t.Errorf("a 2x4x4 sub-slice (xpk's cube kept): %v, want each slice on a half of 8 hosts", sub.Annotations)
+	}
 	for name, ann := range map[string]map[string]string{
-		"sub-slice":          {gke.SliceTopologyAnnotation: "2x2x4", gke.PodSetRequiredTopologyAnnotation: gke.PartitionCubeLabel},
+		"user's own slicing": {gke.SliceTopologyAnnotation: "2x2x4", gke.PodSetSliceRequiredTopologyAnnotation: gke.PartitionCubeLabel, gke.PodSetSliceSizeAnnotation: "4"},
 		"user's own request": {gke.SliceTopologyAnnotation: "4x4x8", "kueue.x-k8s.io/podset-preferred-topology": gke.TopologyBlockLabel},
 		"no dynamic slice":   {},
 		"bad topology":       {gke.SliceTopologyAnnotation: "4x4"},

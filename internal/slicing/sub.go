@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
+	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/tpu"
 )
 
@@ -20,6 +21,17 @@ import (
 // HostPos is host i's place in its cube's 2x2x4 grid of hosts (the
 // order of a sub-block's node names, gke-<pool>-<i>).
 func HostPos(i int) Pos { return Pos{i % 2, i / 2 % 2, i / 4} }
+
+// SubPartitions are host i's sub-slice partitions of its cube, as node
+// labels: its half (2x4x4) and its quarter (2x2x4), each named
+// <cube>-<part>, so that a partition id is unique in the cluster.
+func SubPartitions(cube string, i int) map[string]string {
+	p := HostPos(i)
+	return map[string]string{
+		gke.PartitionHalfLabel:    fmt.Sprintf("%s-h%d", cube, p[0]),
+		gke.PartitionQuarterLabel: fmt.Sprintf("%s-q%d", cube, p[0]+2*p[1]),
+	}
+}
 
 // SubQuarters is how many quarters a sub-slice topology takes (2x2x4: 1,
 // 2x4x4: 2); 0 when it is not a sub-slice.

@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -63,8 +64,9 @@ func node(p Resolved, i int) *corev1.Node {
 	for k, v := range p.Labels {
 		labels[k] = v
 	}
-	if _, subBlock := p.Labels[gke.PartitionCubeLabel]; subBlock {
+	if cube, subBlock := p.Labels[gke.PartitionCubeLabel]; subBlock {
 		labels[slicev1beta1.HostPositionLabel] = slicing.HostPos(i).String() // a sub-slice is a box of them
+		maps.Copy(labels, slicing.SubPartitions(cube, i))
 	}
 	cpu, memGi := cpuMachine(p.MachineType)
 	capacity := corev1.ResourceList{
