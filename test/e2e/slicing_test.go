@@ -149,7 +149,8 @@ func TestDynamicSlicing(t *testing.T) {
 // xpk's super-slicing JobSet, queued, is admitted only once its two
 // Slices, formed from the hosts Kueue chose, are Ready, and its 64 pods
 // run on them. A host fails: the check sends the Workload back to Kueue,
-// and at its next admission new Slices form from healthy cubes.
+// and at its next admission new Slices form from healthy cubes. A
+// sub-slicing JobSet, queued too, then shares the block, never a host.
 func TestDynamicSlicingUnderKueue(t *testing.T) {
 	framework.RequireE2E(t)
 	kubectl := requireKubectl(t)
@@ -158,16 +159,20 @@ func TestDynamicSlicingUnderKueue(t *testing.T) {
 	if out := c.MustRun("kueue", "init"); !strings.Contains(out, "tpu7x-block-1") {
 		t.Fatalf("kueue init makes no flavor of block-1:\n%s", out)
 	}
-	rendered := c.MustRun("workload", "create", "dyn", "--super-slicing", "--tpu-type=tpu7x-4x4x8", "--num-slices=2", "--max-restarts=3",
-		"--kueue-queue", kueue.LocalQueueName, "--command=python3 train.py", "--dry-run", "-o", "yaml")
-	file := filepath.Join(t.TempDir(), "jobset.yaml")
-	if err := os.WriteFile(file, []byte(rendered), 0o600); err != nil {
-		t.Fatal(err)
+	queued := func(args ...string) {
+		t.Helper()
+		rendered := c.MustRun(append(append([]string{"workload", "create"}, args...),
+			"--kueue-queue", kueue.LocalQueueName, "--command=python3 train.py", "--dry-run", "-o", "yaml")...)
+		file := filepath.Join(t.TempDir(), "jobset.yaml")
+		if err := os.WriteFile(file, []byte(rendered), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := kubectl(c, "apply", "-f", file); err != nil {
+			t.Fatalf("kubectl apply of workload create %v: %v\n%s", args, err, out)
+		}
 	}
 	began := time.Now()
-	if out, err := kubectl(c, "apply", "-f", file); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
+	queued("dyn", "--super-slicing", "--tpu-type=tpu7x-4x4x8", "--num-slices=2", "--max-restarts=3")
 	dyn := dynamic.NewForConfigOrDie(c.Config)
 	var w *unstructured.Unstructured
 	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
@@ -212,6 +217,24 @@ func TestDynamicSlicingUnderKueue(t *testing.T) {
 	ev := workloadCondition(workloadOf(t, dyn, "dyn"), "Evicted")
 	if msg, _ := ev["message"].(string); !strings.Contains(msg, "admission check") {
 		t.Errorf("the Workload was not sent back to Kueue by the check: Evicted %v", ev)
+	}
+
+	// A sub-slicing JobSet (two 2x2x4: a quarter of a cube each) through
+	// Kueue shares the block with it, never a host.
+	queued("small", "--sub-slicing", "--tpu-type=tpu7x-2x2x4", "--num-slices=2")
+	small := dynamicRunning(t, c, "small", -1, 8)
+	subs := readySlices(t, c, "small", 2)
+	for _, s := range subs {
+		if s.Annotations[slicev1beta1.WorkloadAnnotation] == "" || s.Annotations[slicev1beta1.QuartersAnnotation] == "" {
+			t.Errorf("sub-slice %s: annotations %v, want formed by the check, one quarter", s.Name, s.Annotations)
+		}
+	}
+	hosts := map[string]string{}
+	for _, p := range append(dynamicRunning(t, c, "dyn", -1, 64), small...) {
+		if other, taken := hosts[p.Spec.NodeName]; taken {
+			t.Errorf("host %s runs %s and %s", p.Spec.NodeName, other, p.Name)
+		}
+		hosts[p.Spec.NodeName] = p.Name
 	}
 }
 
