@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
@@ -29,7 +30,10 @@ type Snapshot struct {
 	Events  []corev1.Event // regarding JobSets
 	// PriorityClasses rank the queue as placement does.
 	PriorityClasses []schedulingv1.PriorityClass
-	Now             time.Time
+	// KueueWorkloads are Kueue's Workloads (v1beta2, unstructured), when
+	// Kueue is served: a queued JobSet shows its admission.
+	KueueWorkloads []unstructured.Unstructured
+	Now            time.Time
 	// GroupLabel names a node's multislice group ("": MultisliceGroup).
 	GroupLabel string
 }
@@ -132,6 +136,7 @@ func Build(s Snapshot) Page {
 		js := &s.JobSets[i]
 		k := key{js.Namespace, js.Name}
 		w := Workload{JobSet: view.Summarize(js, jobs[k], pods[k], events[k]), Timeline: view.Timeline(events[k])}
+		w.Kueue = view.WorkloadOf(js, s.KueueWorkloads)
 		for _, sl := range w.Slices {
 			for _, wk := range sl.Workers {
 				w.Workers++

@@ -11,6 +11,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/testobj"
@@ -109,5 +110,33 @@ func TestPathwaysHeadApart(t *testing.T) {
 	}
 	if html := string(assemble(sections)); !strings.Contains(html, `data-other="pw-pathways-head-0"`) || !strings.Contains(html, "not a slice") {
 		t.Errorf("the head is not drawn apart")
+	}
+}
+
+// TestQueuedJobSetShowsItsWorkload: a JobSet in a Kueue queue shows where
+// its Workload stands, and why.
+func TestQueuedJobSetShowsItsWorkload(t *testing.T) {
+	js := api.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q", UID: "u1", Labels: map[string]string{"kueue.x-k8s.io/queue-name": "lq"}}}
+	w := unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "jobset-q-1", "namespace": "ns",
+			"ownerReferences": []any{map[string]any{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "q", "uid": "u1"}}},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+			"message": "couldn't assign flavors", "lastTransitionTime": "2026-12-05T07:00:00Z"}}},
+	}}
+	page := Build(Snapshot{JobSets: []api.JobSet{js}, KueueWorkloads: []unstructured.Unstructured{w}, Now: time.Now()})
+	k := page.Workloads[0].Kueue
+	if k == nil || k.State != "pending" || !strings.Contains(k.Why, "couldn't assign flavors") {
+		t.Fatalf("kueue admission %+v", k)
+	}
+	sections, err := (&renderer{}).render(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var html string
+	for _, s := range sections {
+		html += string(s.html)
+	}
+	if !strings.Contains(html, `data-kueue="pending"`) || !strings.Contains(html, "Workload jobset-q-1 in LocalQueue lq: pending") {
+		t.Errorf("the page does not show the Workload:\n%s", html)
 	}
 }

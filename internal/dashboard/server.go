@@ -17,6 +17,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -66,6 +69,7 @@ type Server struct {
 	GroupLabel string
 
 	cache   cache.Cache
+	kueue   bool // Kueue's Workloads are served and watched
 	changed chan struct{}
 
 	render renderer // used by refresh only
@@ -104,7 +108,14 @@ func (s *Server) Start(ctx context.Context) error {
 		default:
 		}
 	}
-	for _, obj := range []client.Object{&corev1.Node{}, &api.JobSet{}, &batchv1.Job{}, &corev1.Pod{}, &corev1.Event{}, &schedulingv1.PriorityClass{}} {
+	watched := []client.Object{&corev1.Node{}, &api.JobSet{}, &batchv1.Job{}, &corev1.Pod{}, &corev1.Event{}, &schedulingv1.PriorityClass{}}
+	// Kueue's Workloads only where Kueue is served: a cache cannot watch
+	// a kind the API server does not serve.
+	s.kueue = servesKueueWorkloads(s.Config)
+	if s.kueue {
+		watched = append(watched, kueueWorkloads())
+	}
+	for _, obj := range watched {
 		inf, err := s.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return err
@@ -177,14 +188,20 @@ func (s *Server) refresh(ctx context.Context) error {
 	var pods corev1.PodList
 	var events corev1.EventList
 	var classes schedulingv1.PriorityClassList
-	for _, l := range []client.ObjectList{&nodes, &jobsets, &jobs, &pods, &events, &classes} {
+	workloads := &unstructured.UnstructuredList{}
+	workloads.SetGroupVersionKind(kueueWorkloads().GroupVersionKind().GroupVersion().WithKind("WorkloadList"))
+	lists := []client.ObjectList{&nodes, &jobsets, &jobs, &pods, &events, &classes}
+	if s.kueue {
+		lists = append(lists, workloads)
+	}
+	for _, l := range lists {
 		// The caches' own objects, only read.
 		if err := s.cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
 	}
 	page := Build(Snapshot{Nodes: nodes.Items, JobSets: jobsets.Items, Jobs: jobs.Items, Pods: pods.Items, Events: events.Items,
-		PriorityClasses: classes.Items, Now: time.Now(), GroupLabel: s.GroupLabel})
+		PriorityClasses: classes.Items, KueueWorkloads: workloads.Items, Now: time.Now(), GroupLabel: s.GroupLabel})
 	sections, err := s.render.render(page)
 	if err != nil {
 		return err
@@ -219,6 +236,32 @@ func (s *Server) refresh(ctx context.Context) error {
 	close(s.waiters)
 	s.waiters = make(chan struct{})
 	return nil
+}
+
+// kueueWorkloads is Kueue's Workload kind, read unstructured.
+func kueueWorkloads() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"})
+	return u
+}
+
+// servesKueueWorkloads: the API server serves Kueue's Workloads (as
+// the dashboard starts; a Kueue installed later shows after a restart).
+func servesKueueWorkloads(cfg *rest.Config) bool {
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false
+	}
+	list, err := d.ServerResourcesForGroupVersion("kueue.x-k8s.io/v1beta2")
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "workloads" {
+			return true
+		}
+	}
+	return false
 }
 
 // versioned is a section with the version that last changed it.

@@ -5,7 +5,41 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/workload"
 )
+
+// WorkloadOf is the admission of js's Kueue Workload (Kueue v1beta2, read
+// unstructured: the one js owns) among workloads; nil when js is in no
+// Kueue queue or Kueue has not made its Workload yet.
+func WorkloadOf(js *api.JobSet, workloads []unstructured.Unstructured) *KueueAdmission {
+	queue := js.Labels[workload.QueueLabel]
+	if queue == "" {
+		return nil
+	}
+	for i := range workloads {
+		w := &workloads[i] // a Kueue Workload, not a workload.Spec
+		for _, o := range w.GetOwnerReferences() {
+			if o.UID != js.UID {
+				continue
+			}
+			raw, _, _ := unstructured.NestedSlice(w.Object, "status", "conditions")
+			var conds []metav1.Condition
+			for _, r := range raw {
+				var cond metav1.Condition
+				if m, ok := r.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+					conds = append(conds, cond)
+				}
+			}
+			a := AdmissionOf(w.GetName(), queue, conds)
+			return &a
+		}
+	}
+	return nil
+}
 
 // KueueAdmission is where a queued JobSet's Kueue Workload stands.
 type KueueAdmission struct {

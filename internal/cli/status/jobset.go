@@ -11,10 +11,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -167,8 +165,8 @@ func observe(ctx context.Context, c client.Client, namespace, name string) (view
 	if view.WaitingForCapacity(&js) {
 		v.Queue = queuePlace(ctx, c, &js)
 	}
-	if q := js.Labels[workload.QueueLabel]; q != "" {
-		v.Kueue = kueueAdmission(ctx, c, &js, q)
+	if js.Labels[workload.QueueLabel] != "" {
+		v.Kueue = kueueAdmission(ctx, c, &js)
 	}
 	return v, nil
 }
@@ -176,31 +174,13 @@ func observe(ctx context.Context, c client.Client, namespace, name string) (view
 // kueueAdmission finds the JobSet's Workload (owned by it); nil when
 // Kueue is not installed, this user may not list Workloads, or Kueue has
 // not made one yet.
-func kueueAdmission(ctx context.Context, c client.Client, js *api.JobSet, queue string) *view.KueueAdmission {
+func kueueAdmission(ctx context.Context, c client.Client, js *api.JobSet) *view.KueueAdmission {
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "WorkloadList"})
 	if err := c.List(ctx, &list, client.InNamespace(js.Namespace)); err != nil {
 		return nil
 	}
-	for i := range list.Items {
-		w := &list.Items[i]
-		for _, o := range w.GetOwnerReferences() {
-			if o.UID != js.UID {
-				continue
-			}
-			raw, _, _ := unstructured.NestedSlice(w.Object, "status", "conditions")
-			var conds []metav1.Condition
-			for _, r := range raw {
-				var cond metav1.Condition
-				if m, ok := r.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
-					conds = append(conds, cond)
-				}
-			}
-			a := view.AdmissionOf(w.GetName(), queue, conds)
-			return &a
-		}
-	}
-	return nil
+	return view.WorkloadOf(js, list.Items)
 }
 
 // queuePlace reads the queue of every namespace; nil when this user may
