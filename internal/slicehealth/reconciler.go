@@ -16,7 +16,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -176,8 +175,8 @@ func (r *Reconciler) sliceFailed(ctx context.Context, j *batchv1.Job) (string, e
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &s); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	if c := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition); c != nil && c.Status == metav1.ConditionFalse && c.Reason == slicev1beta1.FailedReason {
-		return "its Slice failed: " + c.Message, nil
+	if _, failed, why := slicing.StateOf(&s); failed {
+		return "its Slice failed: " + why, nil
 	}
 	return "", nil
 }

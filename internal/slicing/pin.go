@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -162,4 +163,14 @@ func NewSlice(o Owner, w Want, cubes []string, quarters uint8) *slicev1beta1.Sli
 		s.Annotations[slicev1beta1.QuartersAnnotation] = FormatQuarters(quarters)
 	}
 	return s
+}
+
+// StateOf reads a Slice's Ready condition: Ready, or failed for good
+// (reason FAILED) with why; neither while it is being judged or going.
+func StateOf(s *slicev1beta1.Slice) (ready, failed bool, message string) {
+	c := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition)
+	if c == nil || s.DeletionTimestamp != nil {
+		return false, false, ""
+	}
+	return c.Status == metav1.ConditionTrue, c.Status == metav1.ConditionFalse && c.Reason == slicev1beta1.FailedReason, c.Message
 }

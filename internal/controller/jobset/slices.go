@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -61,11 +60,7 @@ func (r *Reconciler) observeSlices(ctx context.Context, js *api.JobSet) (*policy
 		s := &list.Items[i]
 		fact := policy.SliceFact{Name: s.Name, Partitions: s.Spec.PartitionIDs, Quarters: slicing.QuartersOf(s),
 			ForKueue: s.Annotations[slicev1beta1.WorkloadAnnotation] != ""}
-		if c := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition); c != nil && s.DeletionTimestamp == nil {
-			fact.Ready = c.Status == metav1.ConditionTrue
-			fact.Failed = c.Status == metav1.ConditionFalse && c.Reason == slicev1beta1.FailedReason
-			fact.Message = c.Message
-		}
+		fact.Ready, fact.Failed, fact.Message = slicing.StateOf(s)
 		so.Mine[s.Labels[slicev1beta1.JobNameLabel]] = fact
 	}
 	return so, nil

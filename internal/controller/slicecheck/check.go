@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -210,11 +209,7 @@ func (r *Reconciler) observe(ctx context.Context, w *unstructured.Unstructured, 
 			continue
 		}
 		fact := Slice{Name: s.Name, Partitions: s.Spec.PartitionIDs, ForKueue: s.Annotations[slicev1beta1.WorkloadAnnotation] != ""}
-		if c := meta.FindStatusCondition(s.Status.Conditions, slicev1beta1.ReadyCondition); c != nil {
-			fact.Ready = c.Status == metav1.ConditionTrue
-			fact.Failed = c.Status == metav1.ConditionFalse && c.Reason == slicev1beta1.FailedReason
-			fact.Message = c.Message
-		}
+		fact.Ready, fact.Failed, fact.Message = slicing.StateOf(&s)
 		o.Slices[s.Labels[slicev1beta1.JobNameLabel]] = fact
 	}
 	if o.QuotaReserved && o.State == Pending {
