@@ -8,14 +8,17 @@
 #   bin/envtest-<k8s>-<etcd>/  (links for controller-runtime's KUBEBUILDER_ASSETS)
 # A directory that exists is complete (each is built in a temporary directory and
 # renamed), so a cached version is never rebuilt and an interrupted build never counts.
-# Usage: build-controlplane.sh [control-plane|all] (default all). control-plane is
-# what a simulated fleet needs (`make demo`): etcd, kwok, kube-* and envtest's links;
-# all adds real hosts' parts and Kueue (`make test`, `make demo-real`, `up --kueue`).
+# Usage: build-controlplane.sh [control-plane|real-hosts|kueue|all] (default all).
+# control-plane is what a simulated fleet needs (`make demo`): etcd, kwok, kube-*
+# and envtest's links; real-hosts adds kubelet, kube-proxy, containerd, the CNI
+# plugins and CoreDNS (`up` with real hosts builds them when they are missing);
+# kueue adds Kueue (`up --kueue` likewise); all is everything (`make test`,
+# `make demo-real`).
 set -euo pipefail
 parts=${1:-all}
 case $parts in
-  control-plane|all) ;;
-  *) echo "usage: $0 [control-plane|all]: $parts is neither" >&2; exit 2 ;;
+  control-plane|real-hosts|kueue|all) ;;
+  *) echo "usage: $0 [control-plane|real-hosts|kueue|all]: $parts is none of them" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=../internal/versions/versions.env
@@ -109,9 +112,12 @@ build_into "$bin/kwok-$KWOK_VERSION" "kwok $KWOK_VERSION (~3 min)" kwok_build
 build_into "$bin/kubernetes-$KUBERNETES_VERSION" \
   "kube-apiserver, kube-scheduler, kube-controller-manager $KUBERNETES_VERSION (~11 min)" control_plane_build
 build_into "$bin/envtest-$KUBERNETES_VERSION-$ETCD_VERSION" "envtest assets" envtest_links
-if [[ $parts == control-plane ]]; then exit 0; fi
-build_into "$bin/kubelet-$KUBERNETES_VERSION" "kubelet, kube-proxy $KUBERNETES_VERSION (~2 min)" node_build
-build_into "$bin/containerd-$CONTAINERD_VERSION" "containerd $CONTAINERD_VERSION (~2 min)" containerd_build
-build_into "$bin/cni-plugins-$CNI_PLUGINS_VERSION" "CNI plugins $CNI_PLUGINS_VERSION (~1 min)" cni_build
-build_into "$bin/coredns-$COREDNS_VERSION" "CoreDNS $COREDNS_VERSION (~3 min)" coredns_build
-build_into "$bin/kueue-$KUEUE_VERSION" "Kueue $KUEUE_VERSION (~5 min)" kueue_build
+if [[ $parts == real-hosts || $parts == all ]]; then
+  build_into "$bin/kubelet-$KUBERNETES_VERSION" "kubelet, kube-proxy $KUBERNETES_VERSION (~2 min)" node_build
+  build_into "$bin/containerd-$CONTAINERD_VERSION" "containerd $CONTAINERD_VERSION (~2 min)" containerd_build
+  build_into "$bin/cni-plugins-$CNI_PLUGINS_VERSION" "CNI plugins $CNI_PLUGINS_VERSION (~1 min)" cni_build
+  build_into "$bin/coredns-$COREDNS_VERSION" "CoreDNS $COREDNS_VERSION (~3 min)" coredns_build
+fi
+if [[ $parts == kueue || $parts == all ]]; then
+  build_into "$bin/kueue-$KUEUE_VERSION" "Kueue $KUEUE_VERSION (~5 min)" kueue_build
+fi

@@ -1,9 +1,12 @@
 package localcluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/multislice/multislice/internal/localcluster/realhost"
@@ -69,6 +72,68 @@ const Runc = "/usr/sbin/runc"
 // EnvtestAssets is the directory for controller-runtime's KUBEBUILDER_ASSETS.
 func (b Binaries) EnvtestAssets() string {
 	return filepath.Join(b.Dir, "envtest-"+versions.Kubernetes+"-"+versions.Etcd)
+}
+
+// BuildScript is the script that builds the binaries, in the checkout
+// whose bin/ Dir is ("" when Dir is not a checkout's bin/).
+func (b Binaries) BuildScript() string {
+	script := filepath.Join(filepath.Dir(b.Dir), "hack", "build-controlplane.sh")
+	if filepath.Base(b.Dir) != "bin" {
+		return ""
+	}
+	if _, err := os.Stat(script); err != nil {
+		return ""
+	}
+	return script
+}
+
+// missingPart is the part of hack/build-controlplane.sh that builds what
+// a cluster with real hosts and Kueue (as asked) lacks; "" when nothing.
+func (b Binaries) missingPart(realHosts, kueue bool) string {
+	missing := func(paths ...string) bool {
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				return true
+			}
+		}
+		return false
+	}
+	needReal := realHosts && missing(b.Kubelet(), b.KubeProxy(), b.Containerd(), b.Shim(), filepath.Join(b.CNIBin(), "bridge"), b.CoreDNS())
+	needKueue := kueue && missing(b.Kueue())
+	switch {
+	case needReal && needKueue:
+		return "all"
+	case needReal:
+		return "real-hosts"
+	case needKueue:
+		return "kueue"
+	case missing(b.Etcd(), b.APIServer(), b.Scheduler(), b.ControllerManager(), b.Kwok()):
+		return "control-plane"
+	}
+	return ""
+}
+
+// BuildMissing builds, in a checkout, the binaries a cluster with real
+// hosts and Kueue (as asked) lacks, the build's progress lines on
+// progress: a newcomer's `make demo` builds only the control plane, and
+// the first `up` with real hosts or --kueue builds the rest. Outside a
+// checkout it builds nothing (Check then names what is missing).
+func (b Binaries) BuildMissing(ctx context.Context, realHosts, kueue bool, progress io.Writer) error {
+	part, script := b.missingPart(realHosts, kueue), b.BuildScript()
+	if part == "" || script == "" {
+		return nil
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	fmt.Fprintf(progress, "building what this cluster needs and %s lacks (%s; the first time only, minutes: each part says about how long)\n", b.Dir, part)
+	cmd := exec.CommandContext(ctx, "bash", script, part)
+	cmd.Dir = filepath.Dir(b.Dir)
+	cmd.Stdout, cmd.Stderr = progress, progress
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("build the missing binaries (%s %s): %w", script, part, err)
+	}
+	return nil
 }
 
 // Check reports every missing binary and how to build it; with realHosts,

@@ -67,6 +67,9 @@ type UpResult struct {
 func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 	began := time.Now()
 	var res UpResult
+	if err := o.Binaries.BuildMissing(ctx, len(RealHostNames(o.Pools)) > 0, o.Kueue, o.Progress); err != nil {
+		return res, err
+	}
 	if o.Kueue {
 		if _, err := os.Stat(o.Binaries.Kueue()); err != nil {
 			return res, fmt.Errorf("missing %s: build Kueue with `make binaries`", o.Binaries.Kueue())
