@@ -18,7 +18,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -404,25 +403,17 @@ func jobSet(name string, slices int, inPlace bool) *api.JobSet {
 		BackoffLimit: ptr.To(int32(0)),
 		Template:     corev1.PodTemplateSpec{Spec: testobj.TPUPod("python:3.12", "tpu-v4-podslice", "4x4x4", "4")},
 	}
-	fp := &api.FailurePolicy{MaxRestarts: 5}
-	if inPlace {
-		fp.RestartStrategy = api.InPlaceRestart
-		spec.BackoffLimit, spec.PodReplacementPolicy = ptr.To(int32(math.MaxInt32)), ptr.To(batchv1.Failed)
-		restartAll := []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
-			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{0}}}}
-		pod := &spec.Template.Spec
-		pod.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
-		pod.Containers[0].RestartPolicyRules = restartAll
-		pod.InitContainers = []corev1.Container{{Name: agent.ContainerName, Image: "multislice", Args: []string{"agent"},
-			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), RestartPolicyRules: restartAll}}
-	}
-	return &api.JobSet{
+	js := &api.JobSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
 			Annotations: map[string]string{api.ExclusiveKey: gke.NodePoolLabel}},
 		Spec: api.JobSetSpec{
-			FailurePolicy: fp,
+			FailurePolicy: &api.FailurePolicy{MaxRestarts: 5},
 			ReplicatedJobs: []api.ReplicatedJob{{Name: "slice", Replicas: int32(slices),
 				Template: batchv1.JobTemplateSpec{Spec: spec}}},
 		},
 	}
+	if inPlace {
+		framework.InPlace(js, agent.ContainerName)
+	}
+	return js
 }

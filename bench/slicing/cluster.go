@@ -10,12 +10,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/slicing"
 	"github.com/multislice/multislice/internal/workload"
@@ -40,15 +42,20 @@ capacity:
 // onCluster runs rounds of a 2 x 4x4x8 JobSet (64 pods) on dynamic cubes
 // and on fixed pools, interleaved: seconds from apply to all Running, then
 // one host of slice 0 failed and seconds to all Running at the next
-// attempt, with the pods recreated.
-func onCluster(bin string, rounds int) error {
+// attempt (in place: all Ready at in-place attempt 1), with the pods
+// recreated (new UIDs).
+func onCluster(bin string, rounds int, inPlace bool) error {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return err
 	}
 	// The repair comes after the 10 s NotReady grace, so the manager, not
 	// the repair tearing the pool down, sees each fault (as TestAutoRepair).
-	c, err := framework.Up(abs, clusterFleet, nil, "--repair-delay=12s")
+	args := []string{"--repair-delay=12s"}
+	if inPlace {
+		args = append(args, "--feature-gates=InPlaceRestart=true")
+	}
+	c, err := framework.Up(abs, clusterFleet, nil, args...)
 	if err != nil {
 		return err
 	}
@@ -58,7 +65,7 @@ func onCluster(bin string, rounds int) error {
 	fmt.Printf("%-8s %-6s %12s %12s %10s\n", "round", "kind", "start (s)", "recover (s)", "recreated")
 	for r := 0; r < rounds; r++ {
 		for _, kind := range []string{"fixed", "dynamic"} {
-			start, recover, recreated, err := round(ctx, c, kind, fmt.Sprintf("%s-%d", kind[:3], r))
+			start, recover, recreated, err := round(ctx, c, kind, fmt.Sprintf("%s-%d", kind[:3], r), inPlace)
 			if err != nil {
 				return err
 			}
@@ -81,17 +88,20 @@ func summary(rs [][2]time.Duration, i int) string {
 	return fmt.Sprintf("median %.2fs (min %.2f, max %.2f, N=%d)", v[len(v)/2].Seconds(), v[0].Seconds(), v[len(v)-1].Seconds(), len(v))
 }
 
-func round(ctx context.Context, c *framework.Cluster, kind, name string) (start, recover time.Duration, recreated int, err error) {
+func round(ctx context.Context, c *framework.Cluster, kind, name string, inPlace bool) (start, recover time.Duration, recreated int, err error) {
 	js, err := workload.Build(workload.Spec{Name: name, Namespace: "default", TPUType: "tpu7x-4x4x8", Slices: 2, Command: "python3 train.py",
 		Image: "python:3.12", MaxRestarts: 3, SuperSlicing: kind == "dynamic"})
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if inPlace {
+		framework.InPlace(js, agent.ContainerName)
+	}
 	began := time.Now()
 	if err := c.Objects.Create(ctx, js); err != nil {
 		return 0, 0, 0, err
 	}
-	if err := waitRunning(ctx, c.Client, name, "0", 64, 3*time.Minute); err != nil {
+	if err := waitRunning(ctx, c.Client, name, func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "0" }, 64, 3*time.Minute); err != nil {
 		return 0, 0, 0, fmt.Errorf("%w; %s", err, why(ctx, c, name))
 	}
 	start = time.Since(began)
@@ -103,14 +113,31 @@ func round(ctx context.Context, c *framework.Cluster, kind, name string) (start,
 	if parts := slicing.PinnedPartitions(job); len(parts) > 0 {
 		pool = parts[0]
 	}
+	before, err := podUIDs(ctx, c.Client, name)
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	began = time.Now()
 	if out, err := c.Run("chaos", "fail-host", "--nodepool", pool); err != nil {
 		return 0, 0, 0, fmt.Errorf("chaos: %v\n%s", err, out)
 	}
-	if err := waitRunning(ctx, c.Client, name, "1", 64, 3*time.Minute); err != nil {
+	next := func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "1" }
+	if inPlace {
+		next = func(p *corev1.Pod) bool { return p.Annotations[api.InPlaceRestartAttemptKey] == "1" && podReady(p) }
+	}
+	if err := waitRunning(ctx, c.Client, name, next, 64, 3*time.Minute); err != nil {
 		return 0, 0, 0, fmt.Errorf("%w; %s", err, why(ctx, c, name))
 	}
 	recover = time.Since(began)
+	after, err := podUIDs(ctx, c.Client, name)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for uid := range after {
+		if !before[uid] {
+			recreated++
+		}
+	}
 	_ = c.Objects.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground), client.GracePeriodSeconds(0))
 	_ = c.Client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
 		metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + name})
@@ -119,7 +146,31 @@ func round(ctx context.Context, c *framework.Cluster, kind, name string) (start,
 	for t := 0; t < 240 && !whole(ctx, c, name); t++ {
 		time.Sleep(500 * time.Millisecond)
 	}
-	return start, recover, 64, nil
+	return start, recover, recreated, nil
+}
+
+// podUIDs are the UIDs of the JobSet's pods that are not going.
+func podUIDs(ctx context.Context, cs kubernetes.Interface, js string) (map[types.UID]bool, error) {
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + js})
+	if err != nil {
+		return nil, err
+	}
+	out := map[types.UID]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.UID] = true
+		}
+	}
+	return out, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // why is what a JobSet that did not start says: its conditions, and the
@@ -158,15 +209,16 @@ func whole(ctx context.Context, c *framework.Cluster, name string) bool {
 	return true
 }
 
-func waitRunning(ctx context.Context, cs kubernetes.Interface, js, attempt string, n int, limit time.Duration) error {
+// waitRunning waits for n Running pods of the JobSet that are at the
+// attempt (at).
+func waitRunning(ctx context.Context, cs kubernetes.Interface, js string, at func(*corev1.Pod) bool, n int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{
-			LabelSelector: fmt.Sprintf("%s=%s,%s=%s", api.JobSetNameKey, js, api.RestartsKey, attempt)})
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + js})
 		if err == nil {
 			running := 0
-			for _, p := range pods.Items {
-				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			for i := range pods.Items {
+				if p := &pods.Items[i]; p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && at(p) {
 					running++
 				}
 			}
@@ -176,5 +228,5 @@ func waitRunning(ctx context.Context, cs kubernetes.Interface, js, attempt strin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("%s: %d pods not Running at attempt %s within %s", js, n, attempt, limit)
+	return fmt.Errorf("%s: %d pods not Running at the attempt within %s", js, n, limit)
 }

@@ -32,13 +32,14 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds (at most 100)")
 	cluster := flag.Bool("cluster", false, "on a local cluster: dynamic vs fixed slices, start and recovery")
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries (-cluster)")
+	inPlace := flag.Bool("inplace", false, "-cluster: both sides restart in place (KEP-467): the failed slice's Job is made again, every other pod restarts in place")
 	flag.Parse()
 	if *cluster {
 		if *rounds > 10 {
 			fmt.Fprintln(os.Stderr, "-cluster: -rounds at most 10")
 			os.Exit(2)
 		}
-		if err := onCluster(*bin, *rounds); err != nil {
+		if err := onCluster(*bin, *rounds, *inPlace); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

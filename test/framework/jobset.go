@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -97,5 +98,30 @@ func (e *Env) CollectGarbage(t testing.TB, ns string) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// InPlace makes js restart in place (KEP-467): restartStrategy
+// InPlaceRestart, pods that restart every container when one fails, the
+// in-place restart agent (named agentName, the manager's image) as a
+// sidecar, and Jobs that replace a pod only once it is gone. The local
+// cluster plays the agents of simulated pods.
+func InPlace(js *api.JobSet, agentName string) {
+	if js.Spec.FailurePolicy == nil {
+		js.Spec.FailurePolicy = &api.FailurePolicy{}
+	}
+	js.Spec.FailurePolicy.RestartStrategy = api.InPlaceRestart
+	restartAll := []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{0}}}}
+	for i := range js.Spec.ReplicatedJobs {
+		spec := &js.Spec.ReplicatedJobs[i].Template.Spec
+		spec.BackoffLimit, spec.PodReplacementPolicy = ptr.To(int32(math.MaxInt32)), ptr.To(batchv1.Failed)
+		pod := &spec.Template.Spec
+		for c := range pod.Containers {
+			pod.Containers[c].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+			pod.Containers[c].RestartPolicyRules = restartAll
+		}
+		pod.InitContainers = append(pod.InitContainers, corev1.Container{Name: agentName, Image: "multislice", Args: []string{"agent"},
+			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), RestartPolicyRules: restartAll})
 	}
 }
