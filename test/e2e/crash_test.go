@@ -18,6 +18,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -244,6 +245,14 @@ func TestPodsRefusedReleasesItsPools(t *testing.T) {
 	if _, err := c.Client.CoreV1().ResourceQuotas("no-pods").Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server enforces a quota it has seen: until then a pod would
+	// still be admitted (seen in CI: the JobSet's pods were created).
+	probe := testobj.NewPod("no-pods", "probe").Obj()
+	probe.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		_, err := c.Client.CoreV1().Pods("no-pods").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "exceeded quota"), fmt.Sprintf("a pod in no-pods: %v", err)
+	})
 	bad := seedCopy(t, "typo", "")
 	bad.Namespace = "no-pods"
 	if err := c.Objects.Create(ctx, bad); err != nil {
