@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/controller/slicecheck"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/view"
@@ -111,9 +111,11 @@ func (s *Server) Start(ctx context.Context) error {
 	watched := []client.Object{&corev1.Node{}, &api.JobSet{}, &batchv1.Job{}, &corev1.Pod{}, &corev1.Event{}, &schedulingv1.PriorityClass{}}
 	// Kueue's Workloads only where Kueue is served: a cache cannot watch
 	// a kind the API server does not serve.
-	s.kueue = servesKueueWorkloads(s.Config)
+	s.kueue = servesKueue(s.Config)
 	if s.kueue {
-		watched = append(watched, kueueWorkloads())
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(slicecheck.WorkloadKind)
+		watched = append(watched, w)
 	}
 	for _, obj := range watched {
 		inf, err := s.cache.GetInformer(ctx, obj)
@@ -189,7 +191,7 @@ func (s *Server) refresh(ctx context.Context) error {
 	var events corev1.EventList
 	var classes schedulingv1.PriorityClassList
 	workloads := &unstructured.UnstructuredList{}
-	workloads.SetGroupVersionKind(kueueWorkloads().GroupVersionKind().GroupVersion().WithKind("WorkloadList"))
+	workloads.SetGroupVersionKind(slicecheck.WorkloadKind.GroupVersion().WithKind(slicecheck.WorkloadKind.Kind + "List"))
 	lists := []client.ObjectList{&nodes, &jobsets, &jobs, &pods, &events, &classes}
 	if s.kueue {
 		lists = append(lists, workloads)
@@ -238,30 +240,11 @@ func (s *Server) refresh(ctx context.Context) error {
 	return nil
 }
 
-// kueueWorkloads is Kueue's Workload kind, read unstructured.
-func kueueWorkloads() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"})
-	return u
-}
-
-// servesKueueWorkloads: the API server serves Kueue's Workloads (as
-// the dashboard starts; a Kueue installed later shows after a restart).
-func servesKueueWorkloads(cfg *rest.Config) bool {
+// servesKueue: the API server serves Kueue (as the dashboard starts; a
+// Kueue installed later shows after a restart).
+func servesKueue(cfg *rest.Config) bool {
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false
-	}
-	list, err := d.ServerResourcesForGroupVersion("kueue.x-k8s.io/v1beta2")
-	if err != nil {
-		return false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "workloads" {
-			return true
-		}
-	}
-	return false
+	return err == nil && slicecheck.ServesKueue(d)
 }
 
 // versioned is a section with the version that last changed it.

@@ -28,7 +28,7 @@ func (s *sliceCheckWhenKueue) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("slice-admission-check")
 	t := time.NewTicker(s.every)
 	defer t.Stop()
-	for !servesKueue(s.discovery) {
+	for !slicecheck.ServesKueue(s.discovery) {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -37,17 +37,4 @@ func (s *sliceCheckWhenKueue) Start(ctx context.Context) error {
 	}
 	log.Info("Kueue is served: the admission check " + slicev1beta1.AdmissionCheckControllerName + " runs")
 	return (&slicecheck.Reconciler{Client: s.mgr.GetClient(), Recorder: s.mgr.GetEventRecorder("slice-admission-check")}).SetupWithManager(s.mgr)
-}
-
-// servesKueue: the API server serves Kueue's Workloads and AdmissionChecks.
-func servesKueue(d discovery.DiscoveryInterface) bool {
-	list, err := d.ServerResourcesForGroupVersion(slicecheck.WorkloadKind.GroupVersion().String())
-	if err != nil {
-		return false
-	}
-	found := map[string]bool{}
-	for _, r := range list.APIResources {
-		found[r.Name] = true
-	}
-	return found["workloads"] && found["admissionchecks"]
 }

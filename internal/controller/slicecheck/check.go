@@ -3,6 +3,7 @@ package slicecheck
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,7 +68,7 @@ func (r *Reconciler) activate(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	kept = append(kept, map[string]any{"type": "Active", "status": "True", "reason": "Active",
 		"message":            "the multislice manager forms the Slices of this check's Workloads",
-		"lastTransitionTime": r.Clock.Now().UTC().Format("2006-01-02T15:04:05Z")})
+		"lastTransitionTime": r.Clock.Now().UTC().Format(time.RFC3339)})
 	if err := unstructured.SetNestedSlice(ac.Object, kept, "status", "conditions"); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -212,7 +213,7 @@ func (r *Reconciler) observe(ctx context.Context, w *unstructured.Unstructured, 
 		fact.Ready, fact.Failed, fact.Message = slicing.StateOf(&s)
 		o.Slices[s.Labels[slicev1beta1.JobNameLabel]] = fact
 	}
-	if o.QuotaReserved && o.State == Pending {
+	if o.QuotaReserved && o.State == Pending && o.toForm() {
 		nodes, err := r.hosts(ctx)
 		if err != nil {
 			return o, err

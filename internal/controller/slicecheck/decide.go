@@ -127,6 +127,17 @@ func pending(o Observed) Decision {
 	return Decision{State: Ready, Message: "Slices Ready: " + abbreviate(ready)}
 }
 
+// toForm: a Job Kueue gave hosts has no Slice yet (then Decide needs the
+// sub-blocks' hosts).
+func (o Observed) toForm() bool {
+	for _, w := range o.Wants {
+		if _, ok := o.Slices[w.Job]; !ok && w.Hosts != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // failed names the first failed Slice of a wanted Job (of those the
 // check formed, if onlyKueue), and why.
 func failed(o Observed, onlyKueue bool) string {

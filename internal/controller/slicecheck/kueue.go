@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 
 	"github.com/multislice/multislice/internal/gke"
 )
@@ -18,6 +19,20 @@ var (
 	WorkloadKind       = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"}
 	AdmissionCheckKind = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "AdmissionCheck"}
 )
+
+// ServesKueue: the API server serves Kueue's Workloads and
+// AdmissionChecks (a cache cannot watch a kind that is not served).
+func ServesKueue(d discovery.DiscoveryInterface) bool {
+	list, err := d.ServerResourcesForGroupVersion(WorkloadKind.GroupVersion().String())
+	if err != nil {
+		return false
+	}
+	found := map[string]bool{}
+	for _, r := range list.APIResources {
+		found[r.Name] = true
+	}
+	return found["workloads"] && found["admissionchecks"]
+}
 
 // newObject is an empty object of kind k.
 func newObject(k schema.GroupVersionKind) *unstructured.Unstructured {
