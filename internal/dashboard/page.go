@@ -135,7 +135,7 @@ func Build(s Snapshot) Page {
 	for i := range s.JobSets {
 		js := &s.JobSets[i]
 		k := key{js.Namespace, js.Name}
-		w := Workload{JobSet: view.Summarize(js, jobs[k], pods[k], events[k]), Timeline: view.Timeline(events[k])}
+		w := Workload{JobSet: view.Summarize(js, jobs[k], pods[k], events[k]), Timeline: view.Timeline(js, events[k])}
 		w.Kueue = view.WorkloadOf(js, s.KueueWorkloads)
 		for _, sl := range w.Slices {
 			for _, wk := range sl.Workers {

@@ -233,7 +233,7 @@ func addControllers(mgr ctrl.Manager, o Options) error {
 		Gates:          o.FeatureGates,
 		AgentTimeout:   o.AgentTimeout,
 		HotSwap:        o.HotSwap,
-		Events:         mgr.GetAPIReader(),
+		Events:         mgr.GetCache(),
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return err

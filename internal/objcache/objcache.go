@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,8 +40,10 @@ func Scheme() *runtime.Scheme {
 }
 
 // Options are the cache's: Jobs and Services that JobSets own (a Service
-// as its metadata), every pod and node in its slim form, and the Events
-// about JobSets; managed fields stripped from everything.
+// as its metadata), every pod and node in its slim form, the Events about
+// JobSets, and the Job controller's FailedCreate events (pods refused:
+// few, read as events.k8s.io/v1 so that one cache holds both selections);
+// managed fields stripped from everything.
 func Options() cache.Options {
 	owned := cache.ByObject{Label: OwnedByJobSets()}
 	return cache.Options{
@@ -52,7 +55,8 @@ func Options() cache.Options {
 			// workload's pods on a domain.
 			&corev1.Pod{}:   {Transform: SlimPod},
 			&corev1.Node{}:  {Transform: SlimNode},
-			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "JobSet")},
+			&corev1.Event{}:   {Field: fields.OneTermEqualSelector("involvedObject.kind", "JobSet")},
+			&eventsv1.Event{}: {Field: fields.SelectorFromSet(fields.Set{"regarding.kind": "Job", "reason": "FailedCreate"})},
 		},
 	}
 }

@@ -103,7 +103,7 @@ func Assign(req Request, domains []Domain) Result {
 	if req.SameGroup {
 		got, why = matchInOneGroup(req, usable)
 	} else if got = match(req.Jobs, usable); got == nil {
-		why = fmt.Sprintf("needs %d free %s; %d are free", len(req.Jobs), describe(req), countFits(req.Jobs[0], usable))
+		why = fmt.Sprintf("needs %d free %s; fewer are free now", len(req.Jobs), describe(req)) // no count: see matchInOneGroup
 	}
 	switch {
 	case got != nil:
@@ -137,20 +137,14 @@ func matchInOneGroup(req Request, usable []Domain) (map[string]string, string) {
 		}
 		return names[i] < names[j]
 	})
-	best, bestName := 0, ""
 	for _, g := range names {
 		if got := match(req.Jobs, groups[g]); got != nil {
 			return got, ""
 		}
-		if fitting[g] > best {
-			best, bestName = fitting[g], g
-		}
 	}
-	why := fmt.Sprintf("needs %d free %s in one multislice group; ", len(req.Jobs), describe(req))
-	if bestName == "" {
-		return nil, why + "no group has one free"
-	}
-	return nil, why + fmt.Sprintf("best group %s has %d", bestName, best)
+	// No free count in the message: it would change, and be written, as
+	// other JobSets come and go while what this one waits for does not.
+	return nil, fmt.Sprintf("needs %d free %s in one multislice group; no group has that many free now", len(req.Jobs), describe(req))
 }
 
 // match assigns distinct domains to jobs, preferring each Job's previous

@@ -55,13 +55,13 @@ func TestAssign(t *testing.T) {
 		{name: "fits in one group", req: slices("a", 4, true), domains: func() []Domain { return fleet("g1:4") }, want: 4, group: "g1"},
 		{name: "best fit picks the smaller group", req: slices("a", 2, true), domains: func() []Domain { return fleet("g1:4,g2:2") }, want: 2, group: "g2"},
 		{name: "never across groups", req: slices("a", 4, true), domains: func() []Domain { return fleet("g1:2,g2:2") },
-			why: "needs 4 free 2x2x2 pools (2 hosts each) in one multislice group; best group g1 has 2"},
+			why: "needs 4 free 2x2x2 pools (2 hosts each) in one multislice group; no group has that many free now"},
 		{name: "across groups when not asked", req: slices("a", 4, false), domains: func() []Domain { return fleet("g1:2,g2:2") }, want: 4},
 		{name: "held domains are not free", req: slices("b", 4, true), domains: func() []Domain {
 			d := fleet("g1:4")
 			d[0].Holder, d[1].Holder = "ns/a", "ns/a"
 			return d
-		}, why: "best group g1 has 2"},
+		}, why: "no group has that many free now"},
 		{name: "own held domains are usable", req: slices("a", 2, true), domains: func() []Domain {
 			d := fleet("g1:2")
 			d[0].Holder, d[1].Holder = "a", "a"
@@ -71,12 +71,12 @@ func TestAssign(t *testing.T) {
 			d := fleet("g1:4")
 			d[2].Nodes[1].Healthy = false
 			return d
-		}, why: "best group g1 has 3"},
+		}, why: "no group has that many free now"},
 		{name: "an incomplete pool is not used", req: slices("a", 2, true), domains: func() []Domain {
 			d := fleet("g1:2")
 			d[0].Nodes = d[0].Nodes[:1]
 			return d
-		}, why: "best group g1 has 1"},
+		}, why: "no group has that many free now"},
 		{name: "nodeSelector must match every node", req: func() Request {
 			r := slices("a", 1, false)
 			r.Jobs[0].NodeSelector[gke.TopologyLabel] = "2x2x4"

@@ -23,9 +23,9 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "free pools: placed", me: waiter("ns/a", 2, 0, 0), domains: fleet("g1:4"), want: 2},
 		{name: "pools held by another JobSet are not free", me: waiter("ns/b", 4, 0, 0), domains: fleet("g1:4"),
-			held: map[string]map[string]string{"ns/a": {"ns/a-slice-0": "g1-np-0"}}, why: "best group g1 has 3"},
+			held: map[string]map[string]string{"ns/a": {"ns/a-slice-0": "g1-np-0"}}, why: "no group has that many free now"},
 		{name: "its own Job outside the request keeps its pool", me: waiter("ns/a", 4, 0, 0), domains: fleet("g1:4"),
-			mine: map[string]string{"ns/a-slice-9": "g1-np-3"}, why: "best group g1 has 3"},
+			mine: map[string]string{"ns/a-slice-9": "g1-np-3"}, why: "no group has that many free now"},
 		{name: "an older waiter that would fit goes first", me: waiter("ns/young", 2, 0, time.Minute), domains: fleet("g1:4"),
 			waiting: []Waiter{waiter("ns/old", 4, 0, time.Hour)}, why: "waiting behind ns/old"},
 		{name: "a higher priority waiter goes first, however young", me: waiter("ns/a", 2, 0, time.Hour), domains: fleet("g1:4"),

@@ -260,13 +260,9 @@ func whyNot(w Want, dims Pos, blocks []*grid, gang int) string {
 	var parts []string
 	fits := false
 	for _, g := range blocks {
-		free := 0
-		for _, c := range g.cubes {
-			if c.Free {
-				free++
-			}
-		}
-		parts = append(parts, fmt.Sprintf("block %s (%s cubes): %d of %d free", g.name, dimsText(g.size), free, len(g.cubes)))
+		// No free count: it would change, and be written, while what the
+		// slice waits for does not.
+		parts = append(parts, fmt.Sprintf("block %s (%s cubes)", g.name, dimsText(g.size)))
 		for _, o := range orientations(dims) {
 			fits = fits || o[0] <= g.size[0] && o[1] <= g.size[1] && o[2] <= g.size[2]
 		}

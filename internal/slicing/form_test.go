@@ -56,7 +56,7 @@ func TestForm(t *testing.T) {
 		{"the larger slice is placed first", []Want{{"small", topo("4x4x4")}, {"big", topo("4x8x8")}}, block("b", Pos{2, 2, 2}, Pos{1, 1, 1}),
 			map[string][]string{"big": {"b-000", "b-010", "b-001", "b-011"}, "small": {"b-110"}}, ""},
 		{"all or none", []Want{{"a", topo("4x4x8")}, {"b", topo("4x4x8")}}, block("b", Pos{1, 1, 3}), nil,
-			"slice b (4x4x8) needs 2 adjacent free 4x4x4 cubes of one block (with the other 1 slices of its JobSet, all at once), and no such set is free now: block b (1x1x3 cubes): 1 of 3 free"},
+			"slice b (4x4x8) needs 2 adjacent free 4x4x4 cubes of one block (with the other 1 slices of its JobSet, all at once), and no such set is free now: block b (1x1x3 cubes)"},
 		{"too large for any block", []Want{{"a", topo("8x8x8")}}, block("b", six), nil, "no block is that large in any orientation"},
 		{"no sub-block nodes", []Want{{"a", topo("4x4x4")}}, nil, nil, "provision tpu7x sub-blocks"},
 		{"a slice stays in one block", []Want{{"a", topo("4x4x8")}}, append(block("b1", Pos{1, 1, 1}), block("b2", Pos{1, 1, 1})...), nil, "no block is that large"},

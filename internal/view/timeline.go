@@ -1,10 +1,13 @@
 package view
 
 import (
+	"slices"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
@@ -48,10 +51,18 @@ var kindOf = map[string]string{
 }
 
 // Timeline is a JobSet's restarts and placements, oldest first, from its
-// Events (the controller's, slice health's): an episode runs from a fault
-// or restart to the recovery that follows it.
-func Timeline(events []corev1.Event) []Entry {
+// Events (the controller's, slice health's) and its placement condition
+// (the controller writes no event that would repeat it): an episode runs
+// from a fault or restart to the recovery that follows it.
+func Timeline(js *api.JobSet, events []corev1.Event) []Entry {
 	sorted := append([]corev1.Event(nil), events...)
+	if c := meta.FindStatusCondition(js.Status.Conditions, string(api.JobSetTopologyAssigned)); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == api.DomainsAssignedReason && !slices.ContainsFunc(events, func(e corev1.Event) bool {
+		return e.Reason == api.DomainsAssignedReason // a manager before 2026-12 wrote one
+	}) {
+		sorted = append(sorted, corev1.Event{Type: corev1.EventTypeNormal, Reason: c.Reason, Message: c.Message,
+			EventTime: metav1.NewMicroTime(c.LastTransitionTime.Time)})
+	}
 	sort.SliceStable(sorted, func(a, b int) bool { return eventTime(sorted[a]).Before(eventTime(sorted[b])) })
 	var out []Entry
 	var began time.Time

@@ -70,9 +70,10 @@ func TestTimeline(t *testing.T) {
 	ev := func(s int, typ, reason string) corev1.Event {
 		return corev1.Event{Type: typ, Reason: reason, EventTime: at(s)}
 	}
-	entries := Timeline([]corev1.Event{
-		ev(30, "Normal", "JobsReady"), // given out of order
-		ev(0, "Normal", "DomainsAssigned"),
+	js := testobj.NewJobSet("ns", "js").Obj()
+	js.Status.Conditions = []metav1.Condition{{Type: "TopologyAssigned", Status: metav1.ConditionTrue, Reason: "DomainsAssigned", LastTransitionTime: metav1.NewTime(at(0).Time)}}
+	entries := Timeline(js, []corev1.Event{
+		ev(30, "Normal", "JobsReady"), // given out of order; placed: the condition
 		ev(10, "Warning", "SliceUnhealthy"),
 		ev(11, "Warning", "RestartJobSetFailurePolicyAction"),
 		ev(40, "Warning", "JobCreationFailed"),

@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,8 +65,9 @@ type Reconciler struct {
 	// AgentTimeout bounds an in-place restart that makes no progress
 	// before it falls back to recreating (0: DefaultAgentTimeout).
 	AgentTimeout time.Duration
-	// Events reads the Job controller's FailedCreate events (uncached: only
-	// for Jobs that have no pods); nil leaves pod creation unwatched.
+	// Events reads the Job controller's FailedCreate events (a cache holding
+	// only those, indexed by RegardingUIDIndex); nil leaves pod creation
+	// unwatched.
 	Events client.Reader
 	// Clock is the one clock of the controller's decisions, its wakes and
 	// its status-write spacing (nil: the real one).
@@ -106,6 +108,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	})
 	if err != nil {
 		return err
+	}
+	if r.Events != nil {
+		err := mgr.GetFieldIndexer().IndexField(context.Background(), &eventsv1.Event{}, RegardingUIDIndex, func(o client.Object) []string {
+			return []string{string(o.(*eventsv1.Event).Regarding.UID)}
+		})
+		if err != nil {
+			return err
+		}
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&api.JobSet{}).
@@ -271,12 +281,6 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 		err := r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationForeground))
 		return client.IgnoreNotFound(err)
 	}))
-	if p.Service != nil {
-		if err := r.Client.Create(ctx, p.Service); err != nil && !apierrors.IsAlreadyExists(err) {
-			r.event(js, corev1.EventTypeWarning, api.HeadlessServiceCreationFailedReason, err.Error())
-			errs = append(errs, err)
-		}
-	}
 	for _, pvc := range p.Claims {
 		if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 			r.event(js, corev1.EventTypeWarning, api.PVCCreationFailedReason, err.Error())
@@ -303,6 +307,10 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, err.Error())
 		return errors.Join(append(errs, err)...)
 	}
+	// The headless Service beside the Jobs, not before them: their pods
+	// resolve each other through it only once they run.
+	serviceErr := make(chan error, 1)
+	go func() { serviceErr <- r.createService(ctx, js, p.Service) }()
 	createErr := parallel(ctx, r.Parallelism, "job", p.Create, func(j *batchv1.Job) error {
 		err := r.Client.Create(ctx, j)
 		if apierrors.IsAlreadyExists(err) {
@@ -310,6 +318,7 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 		}
 		return err
 	})
+	errs = append(errs, <-serviceErr)
 	if createErr != nil {
 		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, createErr.Error())
 		errs = append(errs, createErr)
@@ -333,6 +342,18 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 		errs = append(errs, client.IgnoreNotFound(err))
 	}
 	return errors.Join(errs...)
+}
+
+// createService creates the JobSet's headless Service, if the plan has one.
+func (r *Reconciler) createService(ctx context.Context, js *api.JobSet, svc *corev1.Service) error {
+	if svc == nil {
+		return nil
+	}
+	if err := r.Client.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		r.event(js, corev1.EventTypeWarning, api.HeadlessServiceCreationFailedReason, err.Error())
+		return err
+	}
+	return nil
 }
 
 // updateJobs rescales, suspends and resumes the plan's existing Jobs.

@@ -47,6 +47,7 @@ var stages = []stage{
 	{"jobs", jobsStage},
 	{"suspend or resume", suspendStage},
 	{"scheduling", schedulingStage},
+	{"placed", placedStage},
 	{"slices", slicesStage},
 	{"placement", placementStage},
 }

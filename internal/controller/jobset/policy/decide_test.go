@@ -42,6 +42,7 @@ func TestStageOrder(t *testing.T) {
 		{"jobs", "suspend or resume", "resumes read which replicated jobs may start"},
 		{"suspend or resume", "scheduling", "the groups hold the Jobs the plan creates and resumes (commit 36f424e)"},
 		{"scheduling", "placement", "Jobs waiting for their groups are not placed"},
+		{"suspend or resume", "placed", "Jobs that resume are placed again (the placement stage), not said placed by their old pins"},
 	} {
 		if at(o.before) >= at(o.after) {
 			t.Errorf("%q must run before %q: %s", o.before, o.after, o.why)

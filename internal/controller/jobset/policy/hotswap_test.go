@@ -49,10 +49,10 @@ func TestHotSwapTaker(t *testing.T) {
 	}{
 		{name: "asks for the holders first", js: taker(1, nil), hotSwap: true, asks: true},
 		{name: "takes the lower-priority pool", js: taker(1, nil), hotSwap: true, holders: holders, victims: 1},
-		{name: "a JobSet that never ran waits (that is preemption, not repair)", js: taker(0, nil), hotSwap: true, holders: holders, waitsWhy: "1 are free"},
-		{name: "opted out", js: taker(1, map[string]string{api.HotSwapAnnotation: "false"}), hotSwap: true, holders: holders, waitsWhy: "1 are free"},
-		{name: "the manager's switch off", js: taker(1, nil), holders: holders, waitsWhy: "1 are free"},
-		{name: "never an equal priority", js: taker(1, nil), hotSwap: true, holders: map[string]placement.Holder{"ns/low": {Priority: 1000}}, waitsWhy: "1 are free"},
+		{name: "a JobSet that never ran waits (that is preemption, not repair)", js: taker(0, nil), hotSwap: true, holders: holders, waitsWhy: "fewer are free now"},
+		{name: "opted out", js: taker(1, map[string]string{api.HotSwapAnnotation: "false"}), hotSwap: true, holders: holders, waitsWhy: "fewer are free now"},
+		{name: "the manager's switch off", js: taker(1, nil), holders: holders, waitsWhy: "fewer are free now"},
+		{name: "never an equal priority", js: taker(1, nil), hotSwap: true, holders: map[string]placement.Holder{"ns/low": {Priority: 1000}}, waitsWhy: "fewer are free now"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,12 +10,14 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/placement"
+	"github.com/multislice/multislice/internal/slicing"
 )
 
 const (
@@ -148,13 +150,17 @@ func place(o Observed, p *Plan, e *statusEditor) {
 // assignedCondition says where the Jobs went and, after a hot-swap, whose
 // pools they took; a victim placed again settles its HotSwapped.
 func assignedCondition(in *Placement, js *api.JobSet, assigned []string, swaps []Victim, e *statusEditor) {
-	msg := "each child Job has its own " + strings.Join(assigned, "; ")
+	msg := domainsAssignedMessage(assigned)
 	if len(swaps) > 0 {
 		e.set(TopologyAssigned, metav1.ConditionTrue, api.HotSwapReason, msg+"; "+swapText(in, swaps), corev1.EventTypeWarning)
 	} else {
-		e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, msg, corev1.EventTypeNormal)
+		e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, msg, "") // no event: the condition says it
 	}
 	poolsBack(js, e)
+}
+
+func domainsAssignedMessage(assigned []string) string {
+	return "each child Job has its own " + strings.Join(assigned, "; ")
 }
 
 // jobsByKey groups the Jobs placement places by their exclusive key.
@@ -267,6 +273,51 @@ func request(in *Placement, key, jobSet string, jobs []*batchv1.Job, mine map[st
 func placementStage(d *decision) bool {
 	if !d.suspended {
 		place(d.o, &d.p, d.e)
+	}
+	return false
+}
+
+// placedStage says where a running JobSet's Jobs are when its status does
+// not say so yet: the write that said it rode on a later counts write
+// (batchCounts holds it while the Jobs start), or was lost with a manager
+// that stopped between creating the Jobs and writing the status. The
+// Jobs' pins are the record (api.Pin, slicing.Pin).
+func placedStage(d *decision) bool {
+	p := &d.p
+	if d.suspended || len(p.Create)+len(p.Resume)+len(p.Pending) > 0 || len(d.c.active) == 0 ||
+		meta.IsStatusConditionTrue(p.Status.Conditions, string(TopologyAssigned)) {
+		return false
+	}
+	byKey := map[string]map[string]string{}
+	var sliced []string
+	for _, j := range d.c.active {
+		if s := slicing.PinnedSlice(j); s != "" {
+			sliced = append(sliced, fmt.Sprintf("%s=%s (%s)", j.Name, s, strings.Join(slicing.PinnedPartitions(j), "+")))
+			continue
+		}
+		key := placedKey(j.Annotations)
+		if key == "" {
+			continue // the scheduler places it
+		}
+		domain := api.PinnedDomain(j)
+		if domain == "" {
+			return false // not placed: the placement stage says why
+		}
+		if byKey[key] == nil {
+			byKey[key] = map[string]string{}
+		}
+		byKey[key][j.Name] = domain
+	}
+	switch {
+	case len(sliced) > 0:
+		sort.Strings(sliced)
+		d.e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, slicesAssignedMessage(sliced), "")
+	case len(byKey) > 0:
+		var assigned []string
+		for _, key := range slices.Sorted(maps.Keys(byKey)) {
+			assigned = append(assigned, fmt.Sprintf("%s: %s", key, summary(byKey[key])))
+		}
+		d.e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, domainsAssignedMessage(assigned), "")
 	}
 	return false
 }

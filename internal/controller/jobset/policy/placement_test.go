@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
@@ -62,7 +64,7 @@ func TestPlaceIsAStageOfDecide(t *testing.T) {
 				d[1].Holder = "ns/other"
 				return placement.Snapshot{Domains: d}
 			}(),
-			wantWhy: "needs 2 free pools (2 hosts each); 1 are free"},
+			wantWhy: "needs 2 free pools (2 hosts each); fewer are free now"},
 		{name: "an older JobSet waiting for the same pools goes first",
 			snapshot: placement.Snapshot{Domains: pools("np-0", "np-1"), Waiting: []placement.Waiter{{JobSet: "ns/old", Key: gke.NodePoolLabel,
 				Created: now.Add(-time.Hour), Request: placement.Request{JobSet: "ns/old", Key: gke.NodePoolLabel,
@@ -144,36 +146,58 @@ func equalMaps(a, b map[string]string) bool {
 	return true
 }
 
-// TestWaitingMessageWritesAreSpaced: a waiting JobSet whose message alone
-// changes writes it at most every waitingMessageInterval; a change of
-// state is written at once.
-func TestWaitingMessageWritesAreSpaced(t *testing.T) {
+// TestStartingWritesAreHeld: a JobSet's placement and the counts of its
+// starting Jobs are written together once every Job is ready, at most
+// startingInterval after the Jobs were created or last written; other
+// news is written at once.
+func TestStartingWritesAreHeld(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	waiting := func(msg string) metav1.Condition {
-		return metav1.Condition{Type: string(TopologyAssigned), Status: metav1.ConditionFalse, Reason: api.InsufficientCapacityReason, Message: msg}
+	placed := metav1.Condition{Type: string(TopologyAssigned), Status: metav1.ConditionTrue, Reason: api.DomainsAssignedReason}
+	waiting := metav1.Condition{Type: string(TopologyAssigned), Status: metav1.ConditionFalse, Reason: api.InsufficientCapacityReason, Message: "needs 1 free pool"}
+	swapped := metav1.Condition{Type: string(TopologyAssigned), Status: metav1.ConditionTrue, Reason: api.HotSwapReason}
+	counts := func(active, ready int32) []api.ReplicatedJobStatus {
+		return []api.ReplicatedJobStatus{{Name: "slice", Active: active, Ready: ready}}
 	}
-	assigned := metav1.Condition{Type: string(TopologyAssigned), Status: metav1.ConditionTrue, Reason: api.DomainsAssignedReason}
 	cases := []struct {
 		name      string
-		old, new  metav1.Condition
-		sinceLast time.Duration
-		written   bool
+		old, new  []metav1.Condition
+		oldCounts []api.ReplicatedJobStatus
+		newCounts []api.ReplicatedJobStatus
+		creates   bool          // the plan creates the Jobs now
+		jobsAge   time.Duration // else the Jobs were created this long ago
+		sinceLast time.Duration // the last write (0: none since the manager started)
+		// requeue: when the held write comes back (0: written now).
+		requeue time.Duration
 	}{
-		{"message only, 2 s after the last write", waiting("3 are free"), waiting("2 are free"), 2 * time.Second, false},
-		{"message only, 11 s after", waiting("3 are free"), waiting("2 are free"), 11 * time.Second, true},
-		{"placed: at once", waiting("3 are free"), assigned, 2 * time.Second, true},
+		{name: "placed as the Jobs are created: held", new: []metav1.Condition{placed}, newCounts: counts(0, 0), creates: true, requeue: startingInterval},
+		{name: "placed, pods starting 2 s in: held", new: []metav1.Condition{placed}, newCounts: counts(1, 0), jobsAge: 2 * time.Second, requeue: 3 * time.Second},
+		{name: "placed and ready: the one write", new: []metav1.Condition{placed}, newCounts: counts(1, 1), jobsAge: 2 * time.Second},
+		{name: "placed, still starting after the interval: written", new: []metav1.Condition{placed}, newCounts: counts(1, 0), jobsAge: 6 * time.Second},
+		{name: "counts of starting Jobs, 2 s after the last write: held", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
+			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 8 * time.Second, sinceLast: 2 * time.Second, requeue: 3 * time.Second},
+		{name: "counts reaching ready, 0.5 s after the last write: the counts interval", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
+			oldCounts: counts(1, 0), newCounts: counts(1, 1), jobsAge: 8 * time.Second, sinceLast: time.Second / 2, requeue: time.Second / 2},
+		{name: "waiting: at once", new: []metav1.Condition{waiting}, creates: true},
+		{name: "hot-swapped: at once", new: []metav1.Condition{swapped}, newCounts: counts(0, 0), creates: true},
+		{name: "no Jobs and no last write: at once", new: []metav1.Condition{placed}, newCounts: counts(0, 0)},
 	}
 	for _, tc := range cases {
 		js := testobj.NewJobSet("ns", "q").ReplicatedJob("slice", 1, 1).Obj()
-		js.Status.Conditions = []metav1.Condition{tc.old}
+		js.Status.Conditions, js.Status.ReplicatedJobsStatus = tc.old, tc.oldCounts
 		p := Plan{StatusChanged: true, Status: *js.Status.DeepCopy()}
-		p.Status.Conditions = []metav1.Condition{tc.new}
-		batchCounts(Observed{JobSet: js, Now: now, CountsInterval: time.Second, LastStatusWrite: now.Add(-tc.sinceLast)}, &p)
-		if p.StatusChanged != tc.written {
-			t.Errorf("%s: written %v, want %v", tc.name, p.StatusChanged, tc.written)
+		p.Status.Conditions, p.Status.ReplicatedJobsStatus = tc.new, tc.newCounts
+		o := Observed{JobSet: js, Now: now, CountsInterval: time.Second}
+		if tc.sinceLast > 0 {
+			o.LastStatusWrite = now.Add(-tc.sinceLast)
 		}
-		if !tc.written && p.RequeueAfter != waitingMessageInterval-tc.sinceLast {
-			t.Errorf("%s: requeue %v, want %v", tc.name, p.RequeueAfter, waitingMessageInterval-tc.sinceLast)
+		if tc.creates {
+			p.Create = []*batchv1.Job{{}}
+		} else if tc.jobsAge > 0 {
+			o.Jobs = []*batchv1.Job{{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-tc.jobsAge))}}}
+		}
+		batchCounts(o, &p)
+		if p.StatusChanged != (tc.requeue == 0) || p.RequeueAfter != tc.requeue {
+			t.Errorf("%s: written %v, requeue %v; want requeue %v (0: written now)", tc.name, p.StatusChanged, p.RequeueAfter, tc.requeue)
 		}
 	}
 }
@@ -320,6 +344,53 @@ func TestPlaceByEveryKey(t *testing.T) {
 			}
 			if cond == nil || cond.Status != metav1.ConditionTrue {
 				t.Fatalf("condition %+v", cond)
+			}
+		})
+	}
+}
+
+// TestPlacedStage: a running JobSet whose status does not say where its
+// Jobs are (that write was held, or lost with the manager) says it from
+// the Jobs' pins; nothing else does.
+func TestPlacedStage(t *testing.T) {
+	exclusive := func(js *api.JobSet) { js.Annotations = map[string]string{api.ExclusiveKey: gke.NodePoolLabel} }
+	js := jobSet(2, exclusive)
+	pinned := func() []*batchv1.Job {
+		jobs := childJobs(js)
+		for i, j := range jobs {
+			api.Pin(j, gke.NodePoolLabel, fmt.Sprintf("np-%d", i))
+		}
+		return jobs
+	}
+	partly := pinned()
+	delete(partly[1].Annotations, api.AssignedDomainAnnotation)
+	placed := jobSet(2, exclusive, func(js *api.JobSet) {
+		js.Status.Conditions = []metav1.Condition{{Type: string(TopologyAssigned), Status: metav1.ConditionTrue, Reason: api.DomainsAssignedReason, Message: "as it was"}}
+	})
+	cases := []struct {
+		name string
+		o    Observed
+		want string // the condition's message after ("": none)
+	}{
+		{"pinned, not said: said", Observed{JobSet: js, Jobs: pinned(), Now: now},
+			"each child Job has its own cloud.google.com/gke-nodepool: js-w-0=np-0, js-w-1=np-1"},
+		{"a Job not pinned: the placement stage's to say", Observed{JobSet: js, Jobs: partly, Now: now}, ""},
+		{"said already: kept", Observed{JobSet: placed, Jobs: pinned(), Now: now}, "as it was"},
+		{"no Jobs yet: the placement stage's", Observed{JobSet: js, Now: now}, ""},
+		{"suspended: nothing", Observed{JobSet: jobSet(2, exclusive, func(js *api.JobSet) { js.Spec.Suspend = ptr.To(true) }), Jobs: suspendedJobs(pinned()), Now: now}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, stop := stageAfter(t, "placed", tc.o, nil)
+			if stop {
+				t.Error("stopped")
+			}
+			got := ""
+			if c := meta.FindStatusCondition(d.p.Status.Conditions, string(TopologyAssigned)); c != nil {
+				got = c.Message
+			}
+			if got != tc.want {
+				t.Errorf("condition message %q, want %q", got, tc.want)
 			}
 		})
 	}

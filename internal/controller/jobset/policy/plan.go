@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,12 +15,13 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
 
-// waitingMessageInterval spaces the writes of a waiting JobSet whose
-// InsufficientCapacity message alone changes ("4 are free", "3 are
-// free"): ten JobSets queued behind 300 being placed would otherwise write
-// their status and an event 3,000 times, load that delays the very
-// placements they wait for.
-const waitingMessageInterval = 10 * time.Second
+// startingInterval spaces the writes of a JobSet whose Jobs are starting:
+// its placement and its counts are written together once every Job is
+// ready, or this long after the Jobs were created or the status last
+// written, whichever comes first. A one-slice JobSet whose pods start
+// within it writes its status once, not three times (placed, active,
+// ready); Kueue, which waits for ready counts, sees them at once.
+const startingInterval = 5 * time.Second
 
 // inPlaceProgressInterval spaces the writes of an in-place restart's
 // progress ("attempt 1: 512 of 1,024 pods in it"): every agent watches its
@@ -34,26 +36,33 @@ func inPlaceProgressInterval(agentTimeout time.Duration) time.Duration {
 
 // batchCounts postpones a status write that changes nothing but counts
 // when the last write was less than CountsInterval ago (an in-place
-// restart's progress: inPlaceProgressInterval; a waiting JobSet's
-// message: waitingMessageInterval); the requeue brings it back, so the
-// status is at most that stale.
+// restart's progress: inPlaceProgressInterval), and holds the placement and
+// counts of starting Jobs (startingInterval); the requeue brings it back,
+// so the status is at most that stale.
 func batchCounts(o Observed, p *Plan) {
-	if !p.StatusChanged || o.CountsInterval == 0 || o.LastStatusWrite.IsZero() {
+	if !p.StatusChanged || o.CountsInterval == 0 {
 		return
 	}
 	old, new := &o.JobSet.Status, &p.Status
-	interval := o.CountsInterval
-	switch {
-	case onlyCountsChanged(old, new):
+	interval, since := o.CountsInterval, o.LastStatusWrite
+	counts := onlyCountsChanged(old, new)
+	switch placed := onlyPlacedAndCounts(old, new); {
+	case (counts || placed) && !waitingInPlace(new) && !allReady(o.JobSet, new):
+		interval = max(interval, startingInterval)
+		if since.IsZero() {
+			since = jobsCreated(o, p)
+		}
+	case counts:
 		if inPlaceProgressChanged(old, new) {
 			interval = max(interval, inPlaceProgressInterval(o.AgentTimeout))
 		}
-	case onlyWaitingMessageChanged(old, new):
-		interval = waitingMessageInterval
 	default:
 		return
 	}
-	if wait := interval - o.Now.Sub(o.LastStatusWrite); wait > 0 {
+	if since.IsZero() {
+		return
+	}
+	if wait := interval - o.Now.Sub(since); wait > 0 {
 		p.StatusChanged = false
 		if p.RequeueAfter == 0 || wait < p.RequeueAfter {
 			p.RequeueAfter = wait
@@ -61,17 +70,45 @@ func batchCounts(o Observed, p *Plan) {
 	}
 }
 
-// onlyWaitingMessageChanged: the JobSet waits for domains before and
-// after, and what changed is the message saying why (or counts).
-func onlyWaitingMessageChanged(old, new *api.JobSetStatus) bool {
-	a, b := old.DeepCopy(), new.DeepCopy()
-	ca, cb := meta.FindStatusCondition(a.Conditions, string(TopologyAssigned)), meta.FindStatusCondition(b.Conditions, string(TopologyAssigned))
-	if ca == nil || cb == nil || ca.Status != metav1.ConditionFalse || cb.Status != metav1.ConditionFalse ||
-		ca.Reason != api.InsufficientCapacityReason || cb.Reason != api.InsufficientCapacityReason {
+// onlyPlacedAndCounts: what changed is the JobSet's placement (TopologyAssigned
+// now True, DomainsAssigned) and counts: news the Jobs themselves carry
+// (their nodeSelectors), which may ride on the next counts write.
+func onlyPlacedAndCounts(old, new *api.JobSetStatus) bool {
+	c := meta.FindStatusCondition(new.Conditions, string(TopologyAssigned))
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != api.DomainsAssignedReason ||
+		meta.IsStatusConditionTrue(old.Conditions, string(TopologyAssigned)) {
 		return false
 	}
-	cb.Message = ca.Message
+	a, b := old.DeepCopy(), new.DeepCopy()
+	meta.RemoveStatusCondition(&a.Conditions, string(TopologyAssigned))
+	meta.RemoveStatusCondition(&b.Conditions, string(TopologyAssigned))
 	return onlyCountsChanged(a, b)
+}
+
+// allReady: every replicated job has all its Jobs ready or succeeded.
+func allReady(js *api.JobSet, st *api.JobSetStatus) bool {
+	for _, rj := range js.Spec.ReplicatedJobs {
+		i := slices.IndexFunc(st.ReplicatedJobsStatus, func(s api.ReplicatedJobStatus) bool { return s.Name == rj.Name })
+		if i < 0 || st.ReplicatedJobsStatus[i].Ready+st.ReplicatedJobsStatus[i].Succeeded < rj.Replicas {
+			return false
+		}
+	}
+	return true
+}
+
+// jobsCreated is when the newest of the JobSet's Jobs was created: now,
+// if the plan creates some (zero: it has none).
+func jobsCreated(o Observed, p *Plan) time.Time {
+	if len(p.Create) > 0 {
+		return o.Now
+	}
+	var newest time.Time
+	for _, j := range o.Jobs {
+		if t := j.CreationTimestamp.Time; t.After(newest) {
+			newest = t
+		}
+	}
+	return newest
 }
 
 // onlyCountsChanged: the new status differs from the old only in Job

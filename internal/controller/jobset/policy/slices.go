@@ -106,8 +106,7 @@ func slicesStage(d *decision) bool {
 		assigned = append(assigned, fmt.Sprintf("%s=%s (%s)", j.Name, s.Name, strings.Join(s.Partitions, "+")))
 	}
 	sort.Strings(assigned)
-	d.e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason,
-		"each child Job has its own Slice: "+abbreviate(assigned), corev1.EventTypeNormal)
+	d.e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, slicesAssignedMessage(assigned), "") // no event: the condition says it
 	return false
 }
 
@@ -147,6 +146,10 @@ func formingMessage(slices, waiting int, why string) string {
 		msg += "; failed: " + why
 	}
 	return msg
+}
+
+func slicesAssignedMessage(assigned []string) string {
+	return "each child Job has its own Slice: " + abbreviate(assigned)
 }
 
 func abbreviate(items []string) string {
