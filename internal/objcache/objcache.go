@@ -53,8 +53,8 @@ func Options() cache.Options {
 			&batchv1.Job{}: owned, &corev1.Service{}: {Label: owned.Label, Transform: SlimService},
 			// Every pod, not only JobSets': placement must see every
 			// workload's pods on a domain.
-			&corev1.Pod{}:   {Transform: SlimPod},
-			&corev1.Node{}:  {Transform: SlimNode},
+			&corev1.Pod{}:     {Transform: SlimPod},
+			&corev1.Node{}:    {Transform: SlimNode},
 			&corev1.Event{}:   {Field: fields.OneTermEqualSelector("involvedObject.kind", "JobSet")},
 			&eventsv1.Event{}: {Field: fields.SelectorFromSet(fields.Set{"regarding.kind": "Job", "reason": "FailedCreate"})},
 		},
