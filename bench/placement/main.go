@@ -18,7 +18,11 @@
 // With -jobsets N it measures a queue instead (see queue.go): N one-slice
 // JobSets at once and -queued JobSets of -queued-slices slices behind them:
 //
-//	go run ./bench/placement -slices 320 -jobsets 300 -queued 10 -rounds warmup,ours,floor,floor,ours
+//	go run ./bench/placement -slices 320 -jobsets 300 -queued 10 \
+//	    -rounds warmup,ours,floor,floor,ours,ours,floor,floor,ours,ours,floor
+//
+// (five pairs run side by side, alternating which goes first; the summary
+// is the median of the per-pair ratios)
 package main
 
 import (

@@ -33,20 +33,34 @@ import (
 //	ours   the N + queued exclusive-topology JobSets, placed by Multislice.
 //
 // Each round reports the time until the N*16 pods are Running, the
-// manager's CPU over that time per one-slice JobSet, and its memory.
+// manager's CPU over that time per one-slice JobSet, its memory, the API
+// server's CPU and the writes it served (its own request counter, without
+// the nodes' heartbeats). The summary pairs the i-th ours round with the
+// i-th floor round and gives the median of the per-pair ratios with their
+// spread: the floor's own time varies between rounds by more than the
+// difference measured, so only rounds run side by side are compared.
 type queue struct {
 	*bench
 	jobsets, queued, queuedSlices int
 }
 
-// manager is the manager's process name in the local cluster.
-const manager = "multislice-manager"
+// manager and apiServer are process names in the local cluster.
+const (
+	manager   = "multislice-manager"
+	apiServer = "kube-apiserver"
+)
 
 type queueRound struct {
 	took     time.Duration
 	cpu      time.Duration // the manager's
+	apiCPU   time.Duration // the API server's
 	rss, hwm int64
+	writes   int            // the API server's, without heartbeats
+	by       map[string]int // writes by resource
 }
+
+// heartbeats are writes the fleet makes whatever runs on it.
+var heartbeats = map[string]bool{"leases": true, "nodes": true, "nodes/status": true}
 
 func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int, order []string) error {
 	q := &queue{bench: b, jobsets: jobsets, queued: queued, queuedSlices: queuedSlices}
@@ -61,6 +75,10 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 			return fmt.Errorf("unknown scenario %q with -jobsets (want floor, ours or warmup)", scenario)
 		}
 		cpu := c.CPU()
+		writes, err := c.Writes(ctx)
+		if err != nil {
+			return err
+		}
 		began := time.Now()
 		if err := q.submit(ctx, scenario); err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
@@ -69,7 +87,17 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		if err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
 		}
-		r := queueRound{took: took, cpu: c.CPU()[manager] - cpu[manager]}
+		after, err := c.Writes(ctx)
+		if err != nil {
+			return err
+		}
+		r := queueRound{took: took, cpu: c.CPU()[manager] - cpu[manager], apiCPU: c.CPU()[apiServer] - cpu[apiServer]}
+		_, r.by = framework.WritesSince(writes, after)
+		for res, n := range r.by {
+			if !heartbeats[res] {
+				r.writes += n
+			}
+		}
 		r.rss, r.hwm = c.RSS(manager)
 		queued, err := q.queuedState(ctx)
 		if err != nil {
@@ -81,39 +109,76 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		} else {
 			rounds[scenario] = append(rounds[scenario], r)
 		}
-		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); %s (CPU: %s)\n",
+		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); API server CPU %.1fs, %d writes (%s); %s (CPU: %s)\n",
 			label, jobsets, jobsets*hosts, took.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/float64(jobsets),
-			r.rss>>20, r.hwm>>20, queued, c.CPUSince(cpu))
+			r.rss>>20, r.hwm>>20, r.apiCPU.Seconds(), r.writes, writesText(r.by), queued, c.CPUSince(cpu))
 		if err := b.cleanup(ctx); err != nil {
 			return err
 		}
 	}
-	reportQueue(rounds)
+	reportQueue(rounds, jobsets)
 	return nil
 }
 
-func reportQueue(rounds map[string][]queueRound) {
-	median := func(name string) queueRound {
-		rs := append([]queueRound(nil), rounds[name]...)
-		sort.Slice(rs, func(i, j int) bool { return rs[i].took < rs[j].took })
-		return rs[len(rs)/2]
-	}
+func reportQueue(rounds map[string][]queueRound, jobsets int) {
 	for _, name := range []string{"floor", "ours"} {
 		rs := rounds[name]
 		if len(rs) == 0 {
 			continue
 		}
-		lo, hi := rs[0].took, rs[0].took
-		for _, r := range rs {
-			lo, hi = min(lo, r.took), max(hi, r.took)
-		}
-		m := median(name)
-		fmt.Printf("%-8s median %6.1fs (%.1f-%.1f, %d rounds), manager CPU %.1fs", name, m.took.Seconds(), lo.Seconds(), hi.Seconds(), len(rs), m.cpu.Seconds())
-		if _, ok := rounds["floor"]; ok && name != "floor" {
-			fmt.Printf("  ratio to floor: %.2f", m.took.Seconds()/median("floor").took.Seconds())
-		}
-		fmt.Println()
+		took := medianOf(rs, func(r queueRound) float64 { return r.took.Seconds() })
+		fmt.Printf("%-8s median %6.1fs (%.1f-%.1f, %d rounds), manager CPU %.1fs, API server CPU %.1fs, writes %.0f\n", name, took.median, took.lo, took.hi, len(rs),
+			medianOf(rs, func(r queueRound) float64 { return r.cpu.Seconds() }).median,
+			medianOf(rs, func(r queueRound) float64 { return r.apiCPU.Seconds() }).median,
+			medianOf(rs, func(r queueRound) float64 { return float64(r.writes) }).median)
 	}
+	floor, ours := rounds["floor"], rounds["ours"]
+	n := min(len(floor), len(ours))
+	if n == 0 {
+		return
+	}
+	pairs := make([]queueRound, n) // took: the ratio, in units of a second
+	for i := range pairs {
+		pairs[i] = queueRound{took: time.Duration(float64(time.Second) * ours[i].took.Seconds() / floor[i].took.Seconds()),
+			apiCPU: time.Duration(float64(time.Second) * ours[i].apiCPU.Seconds() / max(floor[i].apiCPU.Seconds(), 0.01)),
+			writes: ours[i].writes - floor[i].writes}
+	}
+	ratio := medianOf(pairs, func(r queueRound) float64 { return r.took.Seconds() })
+	api := medianOf(pairs, func(r queueRound) float64 { return r.apiCPU.Seconds() })
+	extra := medianOf(pairs, func(r queueRound) float64 { return float64(r.writes) / float64(jobsets) })
+	fmt.Printf("ours/floor, %d pairs run side by side: time %.2fx (%.2f-%.2f); API server CPU %.2fx (%.2f-%.2f); writes per JobSet above the floor %.2f (%.2f-%.2f)\n",
+		n, ratio.median, ratio.lo, ratio.hi, api.median, api.lo, api.hi, extra.median, extra.lo, extra.hi)
+}
+
+type spread struct{ median, lo, hi float64 }
+
+// medianOf is the median of f over rs (the upper one of an even count), with its min and max.
+func medianOf(rs []queueRound, f func(queueRound) float64) spread {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	sort.Float64s(v)
+	return spread{v[len(v)/2], v[0], v[len(v)-1]}
+}
+
+// writesText names the resources written most, with their counts.
+func writesText(by map[string]int) string {
+	names := make([]string, 0, len(by))
+	for r := range by {
+		if !heartbeats[r] {
+			names = append(names, r)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return by[names[i]] > by[names[j]] || by[names[i]] == by[names[j]] && names[i] < names[j] })
+	var parts []string
+	for i, r := range names {
+		if i == 8 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", r, by[r]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (q *queue) submit(ctx context.Context, scenario string) error {

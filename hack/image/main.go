@@ -90,12 +90,14 @@ func run(image, version, revision string, created time.Time, out string, platfor
 	return nil
 }
 
-// build compiles a static, trimmed multislice binary: no cgo, no paths of
-// this machine, no build ID, so the bytes depend on the source alone.
+// build compiles a static, trimmed manager binary (./cmd/multislice-manager:
+// the image's commands without the CLI; /multislice in the image, as the
+// pods that run its agent or stand-in name it): no cgo, no paths of this
+// machine, no build ID, so the bytes depend on the source alone.
 func build(bin, osName, arch, version string) error {
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false",
 		"-ldflags", "-s -w -buildid= -X github.com/multislice/multislice/internal/versions.Multislice="+version,
-		"-o", bin, "./cmd/multislice")
+		"-o", bin, "./cmd/multislice-manager")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+osName, "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -183,6 +184,20 @@ func (f *Factory) Client() (kubernetes.Interface, *rest.Config, error) {
 type ExitCode int
 
 func (c ExitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// Exit is err's exit code: 0 for none, an ExitCode's own (printing
+// nothing), else 1 after printing the error to stderr.
+func Exit(stderr io.Writer, err error) int {
+	var code ExitCode
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	return 1
+}
 
 // IsTerminal: w is a terminal (not a pipe or a file), so that a command may
 // redraw it.

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -138,4 +139,61 @@ func LoadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// writeVerbs are the API server's verbs that change something.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "DELETECOLLECTION": true, "APPLY": true}
+
+// Writes returns the write requests the API server has served so far, by
+// resource ("jobsets/status", "events", "pods"), from its own request
+// counter (apiserver_request_total); the difference of two calls counts
+// the writes between them, whoever made them.
+func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
+	body, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				l[k] = strings.Trim(v, `"`)
+			}
+		}
+		if !writeVerbs[l["verb"]] {
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		resource := l["resource"]
+		if l["subresource"] != "" {
+			resource += "/" + l["subresource"]
+		}
+		out[resource] += int(n)
+	}
+	return out, nil
+}
+
+// WritesSince is what Writes counted since before: the total, and the
+// resources that saw any, most first.
+func WritesSince(before, after map[string]int) (total int, by map[string]int) {
+	by = map[string]int{}
+	for r, n := range after {
+		if d := n - before[r]; d > 0 {
+			by[r] = d
+			total += d
+		}
+	}
+	return total, by
 }

@@ -3,9 +3,7 @@ package root
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -56,21 +54,7 @@ A local cluster with a simulated TPU fleet:
 func Main(ctx context.Context, f *cli.Factory, args []string) int {
 	cmd := NewCmdRoot(f)
 	cmd.SetArgs(args)
-	return exitCode(f.Err, cmd.ExecuteContext(ctx))
-}
-
-// exitCode is err's exit code: 0 for none, a cli.ExitCode's own (printing
-// nothing), else 1 after printing the error to stderr.
-func exitCode(stderr io.Writer, err error) int {
-	var code cli.ExitCode
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &code):
-		return int(code)
-	}
-	fmt.Fprintln(stderr, "error:", err)
-	return 1
+	return cli.Exit(f.Err, cmd.ExecuteContext(ctx))
 }
 
 // refuseUnknownSubcommands makes every command that only groups others

@@ -127,7 +127,7 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("agent: %w", cli.ExitCode(3)), 3, ""},
 	} {
 		var errOut bytes.Buffer
-		if code := exitCode(&errOut, tc.err); code != tc.code || errOut.String() != tc.stderr {
+		if code := cli.Exit(&errOut, tc.err); code != tc.code || errOut.String() != tc.stderr {
 			t.Errorf("%v: code %d, stderr %q; want %d, %q", tc.err, code, errOut.String(), tc.code, tc.stderr)
 		}
 	}

@@ -1,0 +1,39 @@
+// Command multislice-manager is what the image runs, and nothing else:
+// `manager` (every controller and webhook), `agent` (the in-place restart
+// sidecar) and `pathways-standin` (the Pathways parts' stand-in), with the
+// arguments of the same `multislice` commands, and without the CLI, the
+// local cluster, its simulator or its real hosts.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/agent"
+	"github.com/multislice/multislice/internal/cli/manager"
+	"github.com/multislice/multislice/internal/cli/standin"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := cli.NewFactory()
+	root := &cobra.Command{
+		Use:           "multislice-manager",
+		Short:         "The Multislice image's commands: the manager, the in-place restart agent and the Pathways stand-in",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(f.Out)
+	root.SetErr(f.Err)
+	root.AddCommand(manager.NewCmdManager(f, nil), agent.NewCmdAgent(f, nil), standin.NewCmdPathwaysStandin(f))
+	root.SetArgs(os.Args[1:])
+	code := cli.Exit(f.Err, root.ExecuteContext(ctx))
+	stop()
+	os.Exit(code)
+}
