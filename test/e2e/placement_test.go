@@ -242,7 +242,7 @@ func TestPlacementSeesOtherWorkloads(t *testing.T) {
 			return false, err.Error()
 		}
 		cond := meta.FindStatusCondition(got.Status.Conditions, "TopologyAssigned")
-		return cond != nil && cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, "best group multislice-group-1 has 3"),
+		return cond != nil && cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, "no group has that many free now"),
 			fmt.Sprintf("conditions: %+v", got.Status.Conditions)
 	})
 	if n := scheduledPods(t, c, seed.Name); n != 0 {

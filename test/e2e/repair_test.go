@@ -95,7 +95,7 @@ func TestRepairWaitsForCapacity(t *testing.T) {
 		}
 		cond := meta.FindStatusCondition(got.Status.Conditions, "TopologyAssigned")
 		return got.Status.Restarts == 1 && cond != nil && cond.Status == metav1.ConditionFalse &&
-				strings.Contains(cond.Message, "needs 4 free tpu-v4-podslice 2x2x2 pools") && strings.Contains(cond.Message, "has 3"),
+				strings.Contains(cond.Message, "needs 4 free tpu-v4-podslice 2x2x2 pools") && strings.Contains(cond.Message, "no group has that many free now"),
 			fmt.Sprintf("restarts %d, conditions %+v", got.Status.Restarts, got.Status.Conditions)
 	})
 	time.Sleep(4 * time.Second) // past the repair delay: still no capacity, still waiting
