@@ -56,7 +56,7 @@ type queueRound struct {
 	apiCPU   time.Duration // the API server's
 	rss, hwm int64
 	writes   int            // the API server's, without heartbeats
-	by       map[string]int // writes by resource
+	by       map[string]int // writes by verb and resource
 }
 
 // heartbeats are writes the fleet makes whatever runs on it.
@@ -92,12 +92,7 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 			return err
 		}
 		r := queueRound{took: took, cpu: c.CPU()[manager] - cpu[manager], apiCPU: c.CPU()[apiServer] - cpu[apiServer]}
-		_, r.by = framework.WritesSince(writes, after)
-		for res, n := range r.by {
-			if !heartbeats[res] {
-				r.writes += n
-			}
-		}
+		r.writes, r.by = framework.WritesSince(writes, after, func(resource string) bool { return heartbeats[resource] })
 		r.rss, r.hwm = c.RSS(manager)
 		queued, err := q.queuedState(ctx)
 		if err != nil {
@@ -166,9 +161,7 @@ func medianOf(rs []queueRound, f func(queueRound) float64) spread {
 func writesText(by map[string]int) string {
 	names := make([]string, 0, len(by))
 	for r := range by {
-		if !heartbeats[r] {
-			names = append(names, r)
-		}
+		names = append(names, r)
 	}
 	sort.Slice(names, func(i, j int) bool { return by[names[i]] > by[names[j]] || by[names[i]] == by[names[j]] && names[i] < names[j] })
 	var parts []string

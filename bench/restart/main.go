@@ -14,14 +14,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -201,24 +198,20 @@ type meter struct {
 
 func startMeter(ctx context.Context, c *framework.Cluster) (meter, error) {
 	cpu := c.CPU()
-	writes, err := requestCounts(ctx, c.Client)
+	writes, err := c.Writes(ctx)
 	return meter{cpu: cpu, writes: writes}, err
 }
 
 // stop writes into res what the restart cost since startMeter.
 func (m meter) stop(ctx context.Context, c *framework.Cluster, res *result) error {
-	after, err := requestCounts(ctx, c.Client)
+	after, err := c.Writes(ctx)
 	if err != nil {
 		return err
 	}
 	res.cpu = c.CPUSince(m.cpu)
 	res.manager = c.CPU()[managerProcess] - m.cpu[managerProcess]
-	res.writes = map[string]int{}
-	for k, v := range after {
-		if d := v - m.writes[k]; d > 0 {
-			res.writes[k] = d
-		}
-	}
+	// Heartbeats and events are not the restart's work.
+	_, res.writes = framework.WritesSince(m.writes, after, func(resource string) bool { return resource == "leases" || resource == "events" })
 	return nil
 }
 
@@ -318,46 +311,6 @@ func (w *podWatch) waitFor(want int, ok func(*corev1.Pod) bool) (time.Duration, 
 		time.Sleep(10 * time.Millisecond)
 	}
 	return 0, fmt.Errorf("fewer than %d pods got there in 10 minutes", want)
-}
-
-// requestCounts reads the API server's apiserver_request_total for
-// writes (verb resource[/subresource] -> count).
-func requestCounts(ctx context.Context, cs kubernetes.Interface) (map[string]int, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("apiserver metrics: %w", err)
-	}
-	label := func(line, key string) string {
-		m := regexp.MustCompile(key + `="([^"]*)"`).FindStringSubmatch(line)
-		if m == nil {
-			return ""
-		}
-		return m[1]
-	}
-	out := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(string(raw)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		verb := map[string]string{"POST": "create", "PUT": "update", "PATCH": "patch", "APPLY": "apply", "DELETE": "delete"}[label(line, "verb")]
-		if verb == "" {
-			continue // reads
-		}
-		res := label(line, "resource")
-		if sub := label(line, "subresource"); sub != "" {
-			res += "/" + sub
-		}
-		if res == "leases" || res == "events" {
-			continue // heartbeats and events: not the restart's work
-		}
-		f := strings.Fields(line)
-		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-		out[verb+" "+res] += int(v)
-	}
-	return out, sc.Err()
 }
 
 func writes(m map[string]int) string {

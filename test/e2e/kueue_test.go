@@ -175,7 +175,7 @@ func notPlaceable(t *testing.T, c *framework.Cluster, dyn dynamic.Interface) {
 	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		js := getJobSet(t, c, "stuck")
 		cond := meta.FindStatusCondition(js.Status.Conditions, "TopologyAssigned")
-		return !ptr.Deref(js.Spec.Suspend, true) && cond != nil && cond.Reason == api.InsufficientCapacityReason && strings.Contains(cond.Message, "multislice-group-1"),
+		return !ptr.Deref(js.Spec.Suspend, true) && cond != nil && cond.Reason == api.InsufficientCapacityReason && strings.Contains(cond.Message, "in one multislice group; no group has that many free now"),
 			fmt.Sprintf("suspend %v, conditions %+v", js.Spec.Suspend, js.Status.Conditions)
 	})
 	began := time.Now()

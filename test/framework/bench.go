@@ -141,13 +141,14 @@ func LoadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// writeVerbs are the API server's verbs that change something.
-var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "DELETECOLLECTION": true, "APPLY": true}
+// writeVerbs name the API server's verbs that change something.
+var writeVerbs = map[string]string{"POST": "create", "PUT": "update", "PATCH": "patch", "APPLY": "apply", "DELETE": "delete", "DELETECOLLECTION": "deletecollection"}
 
 // Writes returns the write requests the API server has served so far, by
-// resource ("jobsets/status", "events", "pods"), from its own request
-// counter (apiserver_request_total); the difference of two calls counts
-// the writes between them, whoever made them.
+// verb and resource ("update jobsets/status", "create events", "patch
+// pods/status"), from its own request counter (apiserver_request_total);
+// the difference of two calls (WritesSince) counts the writes between
+// them, whoever made them.
 func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 	body, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -169,29 +170,28 @@ func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 				l[k] = strings.Trim(v, `"`)
 			}
 		}
-		if !writeVerbs[l["verb"]] {
-			continue
-		}
+		verb := writeVerbs[l["verb"]]
 		n, err := strconv.ParseFloat(value, 64)
-		if err != nil {
+		if verb == "" || err != nil {
 			continue
 		}
 		resource := l["resource"]
 		if l["subresource"] != "" {
 			resource += "/" + l["subresource"]
 		}
-		out[resource] += int(n)
+		out[verb+" "+resource] += int(n)
 	}
 	return out, nil
 }
 
-// WritesSince is what Writes counted since before: the total, and the
-// resources that saw any, most first.
-func WritesSince(before, after map[string]int) (total int, by map[string]int) {
+// WritesSince is what Writes counted since before, without what skip
+// says is not the work measured (e.g. the nodes' heartbeats).
+func WritesSince(before, after map[string]int, skip func(resource string) bool) (total int, by map[string]int) {
 	by = map[string]int{}
-	for r, n := range after {
-		if d := n - before[r]; d > 0 {
-			by[r] = d
+	for k, n := range after {
+		_, resource, _ := strings.Cut(k, " ")
+		if d := n - before[k]; d > 0 && (skip == nil || !skip(resource)) {
+			by[k] = d
 			total += d
 		}
 	}
