@@ -57,6 +57,9 @@ type queueRound struct {
 	rss, hwm int64
 	writes   int            // the API server's, without heartbeats
 	by       map[string]int // writes by verb and resource
+	// statusWrites and events are the manager's own writes: JobSets'
+	// status and the Events about JobSets (only the manager writes either).
+	statusWrites, events int
 }
 
 // heartbeats are writes the fleet makes whatever runs on it.
@@ -93,6 +96,10 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		}
 		r := queueRound{took: took, cpu: c.CPU()[manager] - cpu[manager], apiCPU: c.CPU()[apiServer] - cpu[apiServer]}
 		r.writes, r.by = framework.WritesSince(writes, after, func(resource string) bool { return heartbeats[resource] })
+		if r.events, err = q.jobSetEvents(ctx, began); err != nil {
+			return err
+		}
+		r.statusWrites = r.by["update jobsets/status"] + r.by["patch jobsets/status"]
 		r.rss, r.hwm = c.RSS(manager)
 		queued, err := q.queuedState(ctx)
 		if err != nil {
@@ -104,18 +111,18 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		} else {
 			rounds[scenario] = append(rounds[scenario], r)
 		}
-		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); API server CPU %.1fs, %d writes (%s); %s (CPU: %s)\n",
+		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); manager's writes: %d JobSet status, %d events; API server CPU %.1fs, %d writes (%s); %s (CPU: %s)\n",
 			label, jobsets, jobsets*hosts, took.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/float64(jobsets),
-			r.rss>>20, r.hwm>>20, r.apiCPU.Seconds(), r.writes, writesText(r.by), queued, c.CPUSince(cpu))
+			r.rss>>20, r.hwm>>20, r.statusWrites, r.events, r.apiCPU.Seconds(), r.writes, writesText(r.by), queued, c.CPUSince(cpu))
 		if err := b.cleanup(ctx); err != nil {
 			return err
 		}
 	}
-	reportQueue(rounds, jobsets)
+	reportQueue(rounds, jobsets, queued)
 	return nil
 }
 
-func reportQueue(rounds map[string][]queueRound, jobsets int) {
+func reportQueue(rounds map[string][]queueRound, jobsets, queued int) {
 	for _, name := range []string{"floor", "ours"} {
 		rs := rounds[name]
 		if len(rs) == 0 {
@@ -138,6 +145,8 @@ func reportQueue(rounds map[string][]queueRound, jobsets int) {
 			apiCPU: time.Duration(float64(time.Second) * ours[i].apiCPU.Seconds() / max(floor[i].apiCPU.Seconds(), 0.01)),
 			writes: ours[i].writes - floor[i].writes}
 	}
+	own := medianOf(ours, func(r queueRound) float64 { return float64(r.statusWrites+r.events) / float64(jobsets+queued) })
+	fmt.Printf("the manager's own writes per JobSet (status and events; the floor makes none): %.2f (%.2f-%.2f)\n", own.median, own.lo, own.hi)
 	ratio := medianOf(pairs, func(r queueRound) float64 { return r.took.Seconds() })
 	api := medianOf(pairs, func(r queueRound) float64 { return r.apiCPU.Seconds() })
 	extra := medianOf(pairs, func(r queueRound) float64 { return float64(r.writes) / float64(jobsets) })
@@ -245,6 +254,22 @@ func createEach[T client.Object](ctx context.Context, c client.Client, objs []T)
 // oneSlice: a pod of one of the one-slice JobSets (the queued ones' pods,
 // should any run, do not count).
 func oneSlice(p *corev1.Pod) bool { return strings.HasPrefix(p.Labels[api.JobSetNameKey], "one-") }
+
+// jobSetEvents counts the Events about JobSets since (only the manager
+// writes them).
+func (q *queue) jobSetEvents(ctx context.Context, since time.Time) (int, error) {
+	var events corev1.EventList
+	if err := q.cl.List(ctx, &events, client.InNamespace("default"), client.MatchingFields{"involvedObject.kind": "JobSet"}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range events.Items {
+		if !e.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n, nil
+}
 
 // queuedState says what became of the queued JobSets: how many are
 // placed (TopologyAssigned=True), wait saying why (False), or have no

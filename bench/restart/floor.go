@@ -41,7 +41,7 @@ const floorWorkers = 32
 func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 	ctx := context.Background()
 	pods := slices * 16
-	objs, err := pinnedJobs(ctx, c, slices, name)
+	objs, err := pinnedJobs(ctx, c, slices, name, true)
 	if err != nil {
 		return result{}, err
 	}
@@ -135,12 +135,22 @@ func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 }
 
 // pinnedJobs creates the child Jobs and the headless Service the
-// controller would create for the in-place JobSet, each Job pinned to pool
-// big-np-i, owned by nothing, their pods labelled with a JobSet name that
-// no JobSet has.
-func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name string) ([]client.Object, error) {
+// controller would create for the JobSet (in place or not), each Job
+// pinned to pool big-np-i, owned by nothing, their pods labelled with a
+// JobSet name that no JobSet has.
+func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name string, inPlace bool) ([]client.Object, error) {
+	objs, err := plannedJobs(ctx, c, slices, name, inPlace)
+	if err != nil {
+		return nil, err
+	}
+	return objs, createAll(ctx, c, objs)
+}
+
+// plannedJobs are the Service and Jobs the controller's plan has for the
+// JobSet, pinned to pools by hand and owned by nothing.
+func plannedJobs(ctx context.Context, c *framework.Cluster, slices int, name string, inPlace bool) ([]client.Object, error) {
 	// The JobSet exists only long enough to be defaulted as ours is.
-	js := jobSet(name, slices, true)
+	js := jobSet(name, slices, inPlace)
 	js.Spec.ManagedBy = ptr.To("multislice.dev/bench-by-hand")
 	if err := c.Objects.Create(ctx, js); err != nil {
 		return nil, err
@@ -157,12 +167,56 @@ func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name stri
 		j.Spec.Template.Spec.NodeSelector[gke.NodePoolLabel] = fmt.Sprintf("big-np-%d", i)
 		objs = append(objs, j)
 	}
+	for _, o := range objs {
+		o.SetOwnerReferences(nil)
+	}
+	return objs, nil
+}
+
+// createAll creates the objects at once.
+func createAll(ctx context.Context, c *framework.Cluster, objs []client.Object) error {
 	errs := make([]error, len(objs))
 	workqueue.ParallelizeUntil(ctx, len(objs), len(objs), func(i int) {
-		objs[i].SetOwnerReferences(nil)
 		errs[i] = c.Objects.Create(ctx, objs[i])
 	})
-	return objs, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// createRound is the floor of restarting every pod (kind "create"): the
+// same cluster creating the same pods with no manager, scheduler and
+// kubelets only. The Jobs and Service the controller would create are
+// made at once, pinned by hand; the time runs from the first create to
+// every pod Running.
+func createRound(c *framework.Cluster, slices int, name string) (result, error) {
+	ctx := context.Background()
+	objs, err := plannedJobs(ctx, c, slices, name, false)
+	if err != nil {
+		return result{}, err
+	}
+	w := watchPods(c.Client, name)
+	defer func() {
+		for _, o := range objs {
+			_ = c.Objects.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}
+		for i := 0; i < 600 && len(w.store.List()) > 0; i++ {
+			time.Sleep(200 * time.Millisecond)
+		}
+		close(w.stop)
+	}()
+	m, err := startMeter(ctx, c)
+	if err != nil {
+		return result{}, err
+	}
+	began := time.Now()
+	if err := createAll(ctx, c, objs); err != nil {
+		return result{}, err
+	}
+	var res result
+	if _, err := w.waitFor(slices*16, func(p *corev1.Pod) bool { return ready(p, false, "0", "") }); err != nil {
+		return res, err
+	}
+	res.total = time.Since(began)
+	return res, m.stop(ctx, c, &res)
 }
 
 // floorAgents makes the agents' and kubelets' writes, as many at once and

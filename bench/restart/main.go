@@ -11,6 +11,12 @@
 // are counted.
 //
 //	go run ./bench/restart -slices 64 -rounds 3
+//
+// Restart-all throughput (pods per second from the fault to every pod
+// Running at the next attempt) against the floor of the same cluster
+// creating the same pods without the manager (kind create):
+//
+//	go run ./bench/restart -slices 320 -rounds 3 -kinds recreate,create
 package main
 
 import (
@@ -41,19 +47,19 @@ import (
 )
 
 func main() {
-	slices := flag.Int("slices", 64, "slices of 16 hosts (1..128)")
+	slices := flag.Int("slices", 64, "slices of 16 hosts (1..320)")
 	rounds := flag.Int("rounds", 3, "restarts of each kind (1..20)")
-	kinds := flag.String("kinds", "recreate,in-place,floor", "restarts run in each round, in this order: recreate, in-place, floor")
+	kinds := flag.String("kinds", "recreate,in-place,floor", "restarts run in each round, in this order: recreate, in-place, floor (in place without a controller), create (the pods created without a controller)")
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
 	flag.Parse()
-	if *slices < 1 || *slices > 128 || *rounds < 1 || *rounds > 20 {
-		fmt.Fprintln(os.Stderr, "-slices must be 1..128 and -rounds 1..20")
+	if *slices < 1 || *slices > 320 || *rounds < 1 || *rounds > 20 {
+		fmt.Fprintln(os.Stderr, "-slices must be 1..320 and -rounds 1..20")
 		os.Exit(2)
 	}
 	order := strings.Split(*kinds, ",")
 	for _, k := range order {
-		if k != "recreate" && k != "in-place" && k != "floor" {
-			fmt.Fprintf(os.Stderr, "-kinds: unknown kind %q (want recreate, in-place or floor)\n", k)
+		if k != "recreate" && k != "in-place" && k != "floor" && k != "create" {
+			fmt.Fprintf(os.Stderr, "-kinds: unknown kind %q (want recreate, in-place, floor or create)\n", k)
 			os.Exit(2)
 		}
 	}
@@ -91,17 +97,20 @@ func run(bin string, slices, rounds int, kinds []string) error {
 			name := fmt.Sprintf("%s-%d", kind, r)
 			var res result
 			var err error
-			if kind == "floor" {
+			switch kind {
+			case "floor":
 				res, err = floorRound(c, slices, name)
-			} else {
+			case "create":
+				res, err = createRound(c, slices, name)
+			default:
 				res, err = round(c, slices, kind == "in-place", name)
 			}
 			if err != nil {
 				return fmt.Errorf("round %d %s: %w", r+1, kind, err)
 			}
 			byKind[kind] = append(byKind[kind], res)
-			fmt.Printf("round %d %-8s %d pods: all Running at the next attempt %.2fs after the failure", r+1, kind, pods, res.total.Seconds())
-			if kind != "recreate" {
+			fmt.Printf("round %d %-8s %d pods: all Running at the next attempt %.2fs after the failure (%.0f pods/s)", r+1, kind, pods, res.total.Seconds(), float64(pods)/res.total.Seconds())
+			if kind == "in-place" || kind == "floor" {
 				fmt.Printf(" (detection %.2fs, signal fan-out %.2fs, barrier release %.2fs; barrier lifted %.2fs after the failure)",
 					res.detect.Seconds(), res.fanOut.Seconds(), res.release.Seconds(), res.lifted.Seconds())
 			}
@@ -111,15 +120,15 @@ func run(bin string, slices, rounds int, kinds []string) error {
 	fmt.Printf("median of %d:", rounds)
 	for _, kind := range kinds {
 		m := medianOf(byKind[kind])
-		fmt.Printf(" %s %.2fs (manager CPU %.2fs)", kind, m.total.Seconds(), m.manager.Seconds())
-		if kind != "recreate" {
+		fmt.Printf(" %s %.2fs, %.0f pods/s (manager CPU %.2fs)", kind, m.total.Seconds(), float64(pods)/m.total.Seconds(), m.manager.Seconds())
+		if kind == "in-place" || kind == "floor" {
 			fmt.Printf(" [detection %.2fs, fan-out %.2fs, release %.2fs; barrier lifted at %.2fs]",
 				m.detect.Seconds(), m.fanOut.Seconds(), m.release.Seconds(), m.lifted.Seconds())
 		}
 		fmt.Print(";")
 	}
 	fmt.Println()
-	for _, pair := range [][2]string{{"in-place", "floor"}, {"in-place", "recreate"}} {
+	for _, pair := range [][2]string{{"in-place", "floor"}, {"in-place", "recreate"}, {"recreate", "create"}} {
 		a, b := byKind[pair[0]], byKind[pair[1]]
 		if len(a) == 0 || len(b) == 0 {
 			continue

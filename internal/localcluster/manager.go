@@ -41,6 +41,9 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string, gr
 	if extra := os.Getenv("MULTISLICE_MANAGER_ARGS"); extra != "" {
 		args = append(args, strings.Fields(extra)...) // e.g. --feature-gates=RestartJob=true
 	}
+	if own := os.Getenv("MULTISLICE_MANAGER_BINARY"); own != "" {
+		exe = own // the manager-only build (cmd/multislice-manager), as the image runs it
+	}
 	if err := r.launch("multislice-manager", exe, args, webhook, metrics, probe); err != nil {
 		return err
 	}
