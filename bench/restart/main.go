@@ -114,7 +114,8 @@ func run(bin string, slices, rounds int, kinds []string) error {
 				fmt.Printf(" (detection %.2fs, signal fan-out %.2fs, barrier release %.2fs; barrier lifted %.2fs after the failure)",
 					res.detect.Seconds(), res.fanOut.Seconds(), res.release.Seconds(), res.lifted.Seconds())
 			}
-			fmt.Printf("; API writes: %s; CPU: %s\n", writes(res.writes), res.cpu)
+			rss, peak := c.RSS(managerProcess)
+			fmt.Printf("; API writes: %s; CPU: %s; manager RSS %d MiB (peak %d MiB)\n", writes(res.writes), res.cpu, rss>>20, peak>>20)
 		}
 	}
 	fmt.Printf("median of %d:", rounds)
