@@ -166,17 +166,24 @@ func TestStartingWritesAreHeld(t *testing.T) {
 		creates   bool          // the plan creates the Jobs now
 		jobsAge   time.Duration // else the Jobs were created this long ago
 		sinceLast time.Duration // the last write (0: none since the manager started)
+		suspended bool
 		// requeue: when the held write comes back (0: written now).
 		requeue time.Duration
 	}{
+		{name: "suspended (Kueue waits for its counts to fall): the counts interval", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
+			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 40 * time.Second, sinceLast: time.Second / 2, suspended: true, requeue: time.Second / 2},
 		{name: "placed as the Jobs are created: held", new: []metav1.Condition{placed}, newCounts: counts(0, 0), creates: true, requeue: startingInterval},
 		{name: "placed, pods starting 2 s in: held", new: []metav1.Condition{placed}, newCounts: counts(1, 0), jobsAge: 2 * time.Second, requeue: 3 * time.Second},
 		{name: "placed and ready: the one write", new: []metav1.Condition{placed}, newCounts: counts(1, 1), jobsAge: 2 * time.Second},
 		{name: "placed, still starting after the interval: written", new: []metav1.Condition{placed}, newCounts: counts(1, 0), jobsAge: 6 * time.Second},
-		{name: "counts of starting Jobs, 2 s after the last write: held", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
-			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 8 * time.Second, sinceLast: 2 * time.Second, requeue: 3 * time.Second},
+		{name: "counts of starting Jobs, 2 s after the last write: held for ready", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
+			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 8 * time.Second, sinceLast: 2 * time.Second, requeue: startingCountsInterval - 2*time.Second},
+		{name: "counts of starting Jobs, 31 s after the last write: written", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
+			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 40 * time.Second, sinceLast: 31 * time.Second},
 		{name: "counts reaching ready, 0.5 s after the last write: the counts interval", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
 			oldCounts: counts(1, 0), newCounts: counts(1, 1), jobsAge: 8 * time.Second, sinceLast: time.Second / 2, requeue: time.Second / 2},
+		{name: "counts falling (pods going): the counts interval", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
+			oldCounts: counts(1, 1), newCounts: counts(0, 0), jobsAge: 40 * time.Second, sinceLast: time.Second / 2, requeue: time.Second / 2},
 		{name: "waiting: at once", new: []metav1.Condition{waiting}, creates: true},
 		{name: "hot-swapped: at once", new: []metav1.Condition{swapped}, newCounts: counts(0, 0), creates: true},
 		{name: "no Jobs and no last write: at once", new: []metav1.Condition{placed}, newCounts: counts(0, 0)},
@@ -184,6 +191,7 @@ func TestStartingWritesAreHeld(t *testing.T) {
 	for _, tc := range cases {
 		js := testobj.NewJobSet("ns", "q").ReplicatedJob("slice", 1, 1).Obj()
 		js.Status.Conditions, js.Status.ReplicatedJobsStatus = tc.old, tc.oldCounts
+		js.Spec.Suspend = ptr.To(tc.suspended)
 		p := Plan{StatusChanged: true, Status: *js.Status.DeepCopy()}
 		p.Status.Conditions, p.Status.ReplicatedJobsStatus = tc.new, tc.newCounts
 		o := Observed{JobSet: js, Now: now, CountsInterval: time.Second}

@@ -11,17 +11,24 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 )
 
-// startingInterval spaces the writes of a JobSet whose Jobs are starting:
-// its placement and its counts are written together once every Job is
-// ready, or this long after the Jobs were created or the status last
-// written, whichever comes first. A one-slice JobSet whose pods start
-// within it writes its status once, not three times (placed, active,
-// ready); Kueue, which waits for ready counts, sees them at once.
-const startingInterval = 5 * time.Second
+// startingInterval and startingCountsInterval space the writes of a
+// JobSet whose Jobs are starting: its placement and counts are written
+// together once every Job is ready, or startingInterval after the Jobs
+// were created, whichever comes first; while they still start, later
+// counts wait for every Job ready, at most startingCountsInterval after
+// the last write. A one-slice JobSet whose pods start within 5 s writes
+// its status once, not three times (placed, active, ready), and twice if
+// they take up to 35 s; Kueue, which waits for ready counts, sees them at
+// once.
+const (
+	startingInterval       = 5 * time.Second
+	startingCountsInterval = 30 * time.Second
+)
 
 // inPlaceProgressInterval spaces the writes of an in-place restart's
 // progress ("attempt 1: 512 of 1,024 pods in it"): every agent watches its
@@ -47,10 +54,14 @@ func batchCounts(o Observed, p *Plan) {
 	interval, since := o.CountsInterval, o.LastStatusWrite
 	counts := onlyCountsChanged(old, new)
 	switch placed := onlyPlacedAndCounts(old, new); {
-	case (counts || placed) && !waitingInPlace(new) && !allReady(o.JobSet, new):
-		interval = max(interval, startingInterval)
-		if since.IsZero() {
-			since = jobsCreated(o, p)
+	case (counts || placed) && starting(o.JobSet, old, new):
+		switch {
+		case since.IsZero():
+			interval, since = max(interval, startingInterval), jobsCreated(o, p)
+		case placed:
+			interval = max(interval, startingInterval)
+		default:
+			interval = max(interval, startingCountsInterval)
 		}
 	case counts:
 		if inPlaceProgressChanged(old, new) {
@@ -83,6 +94,24 @@ func onlyPlacedAndCounts(old, new *api.JobSetStatus) bool {
 	meta.RemoveStatusCondition(&a.Conditions, string(TopologyAssigned))
 	meta.RemoveStatusCondition(&b.Conditions, string(TopologyAssigned))
 	return onlyCountsChanged(a, b)
+}
+
+// starting: the JobSet's Jobs are coming up: it runs (not suspended, no
+// in-place restart waiting), its counts only rise, and some Job is not
+// ready yet. Falling counts (pods going, which Kueue waits for after an
+// eviction) are not held.
+func starting(js *api.JobSet, old, new *api.JobSetStatus) bool {
+	if ptr.Deref(js.Spec.Suspend, false) || waitingInPlace(new) || allReady(js, new) {
+		return false
+	}
+	for _, n := range new.ReplicatedJobsStatus {
+		for _, o := range old.ReplicatedJobsStatus {
+			if o.Name == n.Name && (n.Active < o.Active || n.Ready < o.Ready || n.Suspended > o.Suspended) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // allReady: every replicated job has all its Jobs ready or succeeded.
