@@ -46,15 +46,7 @@ func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 		return result{}, err
 	}
 	w := watchPods(c.Client, name)
-	defer func() {
-		for _, o := range objs {
-			_ = c.Objects.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		}
-		for i := 0; i < 600 && len(w.store.List()) > 0; i++ {
-			time.Sleep(200 * time.Millisecond)
-		}
-		close(w.stop)
-	}()
+	defer deleteAll(ctx, c, objs, w)
 	fl, err := newFloorAgents(c)
 	if err != nil {
 		return result{}, err
@@ -194,15 +186,7 @@ func createRound(c *framework.Cluster, slices int, name string) (result, error) 
 		return result{}, err
 	}
 	w := watchPods(c.Client, name)
-	defer func() {
-		for _, o := range objs {
-			_ = c.Objects.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		}
-		for i := 0; i < 600 && len(w.store.List()) > 0; i++ {
-			time.Sleep(200 * time.Millisecond)
-		}
-		close(w.stop)
-	}()
+	defer deleteAll(ctx, c, objs, w)
 	m, err := startMeter(ctx, c)
 	if err != nil {
 		return result{}, err
@@ -217,6 +201,18 @@ func createRound(c *framework.Cluster, slices int, name string) (result, error) 
 	}
 	res.total = time.Since(began)
 	return res, m.stop(ctx, c, &res)
+}
+
+// deleteAll deletes the objects, waits (at most 2 minutes) until the
+// watch sees none of their pods, and stops it.
+func deleteAll(ctx context.Context, c *framework.Cluster, objs []client.Object, w *podWatch) {
+	for _, o := range objs {
+		_ = c.Objects.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	}
+	for i := 0; i < 600 && len(w.store.List()) > 0; i++ {
+		time.Sleep(200 * time.Millisecond)
+	}
+	close(w.stop)
 }
 
 // floorAgents makes the agents' and kubelets' writes, as many at once and
