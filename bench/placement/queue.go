@@ -172,7 +172,9 @@ func writesText(by map[string]int) string {
 	for r := range by {
 		names = append(names, r)
 	}
-	sort.Slice(names, func(i, j int) bool { return by[names[i]] > by[names[j]] || by[names[i]] == by[names[j]] && names[i] < names[j] })
+	sort.Slice(names, func(i, j int) bool {
+		return by[names[i]] > by[names[j]] || by[names[i]] == by[names[j]] && names[i] < names[j]
+	})
 	var parts []string
 	for i, r := range names {
 		if i == 8 {
