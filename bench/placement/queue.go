@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -139,29 +140,33 @@ func reportQueue(rounds map[string][]queueRound, jobsets, queued int) {
 	if n == 0 {
 		return
 	}
-	pairs := make([]queueRound, n) // took: the ratio, in units of a second
-	for i := range pairs {
-		pairs[i] = queueRound{took: time.Duration(float64(time.Second) * ours[i].took.Seconds() / floor[i].took.Seconds()),
-			apiCPU: time.Duration(float64(time.Second) * ours[i].apiCPU.Seconds() / max(floor[i].apiCPU.Seconds(), 0.01)),
-			writes: ours[i].writes - floor[i].writes}
+	var ratio, api, extra []float64 // per pair: ours over the floor beside it
+	for i := range n {
+		ratio = append(ratio, ours[i].took.Seconds()/floor[i].took.Seconds())
+		api = append(api, ours[i].apiCPU.Seconds()/max(floor[i].apiCPU.Seconds(), 0.01))
+		extra = append(extra, float64(ours[i].writes-floor[i].writes)/float64(jobsets))
 	}
 	own := medianOf(ours, func(r queueRound) float64 { return float64(r.statusWrites+r.events) / float64(jobsets+queued) })
 	fmt.Printf("the manager's own writes per JobSet (status and events; the floor makes none): %.2f (%.2f-%.2f)\n", own.median, own.lo, own.hi)
-	ratio := medianOf(pairs, func(r queueRound) float64 { return r.took.Seconds() })
-	api := medianOf(pairs, func(r queueRound) float64 { return r.apiCPU.Seconds() })
-	extra := medianOf(pairs, func(r queueRound) float64 { return float64(r.writes) / float64(jobsets) })
+	t, a, w := spreadOf(ratio), spreadOf(api), spreadOf(extra)
 	fmt.Printf("ours/floor, %d pairs run side by side: time %.2fx (%.2f-%.2f); API server CPU %.2fx (%.2f-%.2f); writes per JobSet above the floor %.2f (%.2f-%.2f)\n",
-		n, ratio.median, ratio.lo, ratio.hi, api.median, api.lo, api.hi, extra.median, extra.lo, extra.hi)
+		n, t.median, t.lo, t.hi, a.median, a.lo, a.hi, w.median, w.lo, w.hi)
 }
 
 type spread struct{ median, lo, hi float64 }
 
-// medianOf is the median of f over rs (the upper one of an even count), with its min and max.
+// medianOf is the spread of f over rs.
 func medianOf(rs []queueRound, f func(queueRound) float64) spread {
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)
 	}
+	return spreadOf(v)
+}
+
+// spreadOf is v's median (the upper one of an even count), min and max.
+func spreadOf(v []float64) spread {
+	v = slices.Clone(v)
 	sort.Float64s(v)
 	return spread{v[len(v)/2], v[0], v[len(v)-1]}
 }
