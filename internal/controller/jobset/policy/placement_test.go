@@ -184,6 +184,8 @@ func TestStartingWritesAreHeld(t *testing.T) {
 			oldCounts: counts(1, 0), newCounts: counts(1, 1), jobsAge: 8 * time.Second, sinceLast: time.Second / 2, requeue: time.Second / 2},
 		{name: "counts falling (pods going): the counts interval", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
 			oldCounts: counts(1, 1), newCounts: counts(0, 0), jobsAge: 40 * time.Second, sinceLast: time.Second / 2, requeue: time.Second / 2},
+		{name: "a Job's restart counter (RestartJob): at once", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
+			oldCounts: counts(1, 0), newCounts: []api.ReplicatedJobStatus{{Name: "slice", Active: 1, JobRestarts: []int32{1}}}, jobsAge: 2 * time.Second, sinceLast: time.Second / 2},
 		{name: "waiting: at once", new: []metav1.Condition{waiting}, creates: true},
 		{name: "hot-swapped: at once", new: []metav1.Condition{swapped}, newCounts: counts(0, 0), creates: true},
 		{name: "no Jobs and no last write: at once", new: []metav1.Condition{placed}, newCounts: counts(0, 0)},

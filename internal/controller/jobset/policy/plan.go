@@ -141,16 +141,32 @@ func jobsCreated(o Observed, p *Plan) time.Time {
 }
 
 // onlyCountsChanged: the new status differs from the old only in Job
-// counts, or in the progress of an in-place restart that keeps waiting
-// (which would otherwise be written once per pod that reaches it).
+// counts (ready, succeeded, failed, active, suspended; not the restart
+// counters, which later decisions read), or in the progress of an
+// in-place restart that keeps waiting (which would otherwise be written
+// once per pod that reaches it).
 func onlyCountsChanged(old, new *api.JobSetStatus) bool {
 	a, b := old.DeepCopy(), new.DeepCopy()
-	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = nil, nil
+	withoutCounts(a)
+	withoutCounts(b)
 	if waitingInPlace(a) && waitingInPlace(b) {
 		meta.RemoveStatusCondition(&a.Conditions, string(api.JobSetInPlaceRestarting))
 		meta.RemoveStatusCondition(&b.Conditions, string(api.JobSetInPlaceRestarting))
 	}
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// withoutCounts drops st's Job counts, keeping each replicated job's
+// restart counters (a replicated job without any is as if not listed).
+func withoutCounts(st *api.JobSetStatus) {
+	var kept []api.ReplicatedJobStatus
+	for _, r := range st.ReplicatedJobsStatus {
+		r.Ready, r.Succeeded, r.Failed, r.Active, r.Suspended = 0, 0, 0, 0, 0
+		if !equality.Semantic.DeepEqual(r, api.ReplicatedJobStatus{Name: r.Name}) {
+			kept = append(kept, r)
+		}
+	}
+	st.ReplicatedJobsStatus = kept
 }
 
 // inPlaceProgressChanged: an in-place restart waits before and after, and
