@@ -291,6 +291,17 @@ func multiKueue(t *testing.T, worker *framework.Cluster) {
 	js := queuedSeed(t, "remote", "")
 	// Each worker sleeps a bit, then succeeds: the JobSet completes.
 	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations = map[string]string{sim.RunAnnotation: "40s"}
+	// Kueue's webhook gives a JobSet to MultiKueue once its own cache knows
+	// the ClusterQueue's MultiKueue check, which may be a moment after
+	// connect saw the check active (CI saw a JobSet created at once run in
+	// the manager): wait until a dry run is given to it.
+	framework.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, string) {
+		dry := js.DeepCopy()
+		if err := mgr.Objects.Create(ctx, dry, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		return ptr.Deref(dry.Spec.ManagedBy, "") == kueue.ManagedByMultiKueue, fmt.Sprintf("a dry run's managedBy %q", ptr.Deref(dry.Spec.ManagedBy, ""))
+	})
 	if err := mgr.Objects.Create(ctx, js); err != nil {
 		t.Fatal(err)
 	}
