@@ -127,7 +127,7 @@ func place(o Observed, p *Plan, e *statusEditor) {
 			return
 		}
 		hold[key] = held
-		assigned = append(assigned, fmt.Sprintf("%s: %s", key, summary(held)))
+		assigned = append(assigned, keyAssignment(key, held))
 		if swap != nil {
 			swaps = append(swaps, took(in, swap)...)
 		}
@@ -157,6 +157,12 @@ func assignedCondition(in *Placement, js *api.JobSet, assigned []string, swaps [
 		e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, msg, "") // no event: the condition says it
 	}
 	poolsBack(js, e)
+}
+
+// keyAssignment is one key's part of the placement message: its Jobs'
+// domains (held: Job name -> domain).
+func keyAssignment(key string, held map[string]string) string {
+	return fmt.Sprintf("%s: %s", key, summary(held))
 }
 
 func domainsAssignedMessage(assigned []string) string {
@@ -292,7 +298,7 @@ func placedStage(d *decision) bool {
 	var sliced []string
 	for _, j := range d.c.active {
 		if s := slicing.PinnedSlice(j); s != "" {
-			sliced = append(sliced, fmt.Sprintf("%s=%s (%s)", j.Name, s, strings.Join(slicing.PinnedPartitions(j), "+")))
+			sliced = append(sliced, sliceAssignment(j.Name, s, slicing.PinnedPartitions(j)))
 			continue
 		}
 		key := placedKey(j.Annotations)
@@ -315,7 +321,7 @@ func placedStage(d *decision) bool {
 	case len(byKey) > 0:
 		var assigned []string
 		for _, key := range slices.Sorted(maps.Keys(byKey)) {
-			assigned = append(assigned, fmt.Sprintf("%s: %s", key, summary(byKey[key])))
+			assigned = append(assigned, keyAssignment(key, byKey[key]))
 		}
 		d.e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, domainsAssignedMessage(assigned), "")
 	}

@@ -103,7 +103,7 @@ func slicesStage(d *decision) bool {
 	for _, j := range starting {
 		s := so.Mine[j.Name]
 		slicing.Pin(j, s.Name, s.Partitions, slicing.QuarterHosts(s.Quarters)) // no hosts for a super-slice
-		assigned = append(assigned, fmt.Sprintf("%s=%s (%s)", j.Name, s.Name, strings.Join(s.Partitions, "+")))
+		assigned = append(assigned, sliceAssignment(j.Name, s.Name, s.Partitions))
 	}
 	sort.Strings(assigned)
 	d.e.set(TopologyAssigned, metav1.ConditionTrue, api.DomainsAssignedReason, slicesAssignedMessage(assigned), "") // no event: the condition says it
@@ -146,6 +146,11 @@ func formingMessage(slices, waiting int, why string) string {
 		msg += "; failed: " + why
 	}
 	return msg
+}
+
+// sliceAssignment is one Job's part of the Slices' placement message.
+func sliceAssignment(job, slice string, partitions []string) string {
+	return fmt.Sprintf("%s=%s (%s)", job, slice, strings.Join(partitions, "+"))
 }
 
 func slicesAssignedMessage(assigned []string) string {
