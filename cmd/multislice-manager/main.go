@@ -7,9 +7,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -19,10 +16,9 @@ import (
 	"github.com/multislice/multislice/internal/cli/standin"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	f := cli.NewFactory()
+func main() { cli.Main(run) }
+
+func run(ctx context.Context, f *cli.Factory, args []string) int {
 	root := &cobra.Command{
 		Use:           "multislice-manager",
 		Short:         "The Multislice image's commands: the manager, the in-place restart agent and the Pathways stand-in",
@@ -32,8 +28,6 @@ func main() {
 	root.SetOut(f.Out)
 	root.SetErr(f.Err)
 	root.AddCommand(manager.NewCmdManager(f, nil), agent.NewCmdAgent(f, nil), standin.NewCmdPathwaysStandin(f))
-	root.SetArgs(os.Args[1:])
-	code := cli.Exit(f.Err, root.ExecuteContext(ctx))
-	stop()
-	os.Exit(code)
+	root.SetArgs(args)
+	return cli.Exit(f.Err, root.ExecuteContext(ctx))
 }
