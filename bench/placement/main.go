@@ -27,7 +27,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -42,7 +41,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -224,11 +222,7 @@ func (b *bench) controllerJobs(ctx context.Context, scenario string) ([]*batchv1
 // createAll creates the Jobs at once, as the JobSet controller does: the
 // fastest submission there is.
 func (b *bench) createAll(ctx context.Context, jobs []*batchv1.Job) error {
-	errs := make([]error, len(jobs))
-	workqueue.ParallelizeUntil(ctx, len(jobs), len(jobs), func(i int) {
-		errs[i] = b.cl.Create(ctx, jobs[i])
-	})
-	return errors.Join(errs...)
+	return framework.CreateAll(ctx, b.cl, jobs, len(jobs))
 }
 
 func (b *bench) jobSet(name string, managedBy *string) *api.JobSet {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -223,7 +221,7 @@ func (q *queue) submit(ctx context.Context, scenario string) error {
 		if err := q.createAll(ctx, jobs); err != nil {
 			return err
 		}
-		if err := createEach(ctx, q.cl, services); err != nil {
+		if err := framework.CreateAll(ctx, q.cl, services, 64); err != nil {
 			return err
 		}
 	}
@@ -246,16 +244,7 @@ func (q *queue) jobSetOf(name string, slices int, managedBy *string) *api.JobSet
 
 // createSets creates the JobSets at once and fills in their UIDs.
 func (q *queue) createSets(ctx context.Context, sets []*api.JobSet) error {
-	return createEach(ctx, q.cl, sets)
-}
-
-// createEach creates the objects at once, 64 at a time.
-func createEach[T client.Object](ctx context.Context, c client.Client, objs []T) error {
-	errs := make([]error, len(objs))
-	workqueue.ParallelizeUntil(ctx, 64, len(objs), func(i int) {
-		errs[i] = c.Create(ctx, objs[i])
-	})
-	return errors.Join(errs...)
+	return framework.CreateAll(ctx, q.cl, sets, 64)
 }
 
 // oneSlice: a pod of one of the one-slice JobSets (the queued ones' pods,

@@ -135,7 +135,7 @@ func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name stri
 	if err != nil {
 		return nil, err
 	}
-	return objs, createAll(ctx, c, objs)
+	return objs, framework.CreateAll(ctx, c.Objects, objs, len(objs))
 }
 
 // plannedJobs are the Service and Jobs the controller's plan has for the
@@ -165,15 +165,6 @@ func plannedJobs(ctx context.Context, c *framework.Cluster, slices int, name str
 	return objs, nil
 }
 
-// createAll creates the objects at once.
-func createAll(ctx context.Context, c *framework.Cluster, objs []client.Object) error {
-	errs := make([]error, len(objs))
-	workqueue.ParallelizeUntil(ctx, len(objs), len(objs), func(i int) {
-		errs[i] = c.Objects.Create(ctx, objs[i])
-	})
-	return errors.Join(errs...)
-}
-
 // createRound is the floor of restarting every pod (kind "create"): the
 // same cluster creating the same pods with no manager, scheduler and
 // kubelets only. The Jobs and Service the controller would create are
@@ -192,7 +183,7 @@ func createRound(c *framework.Cluster, slices int, name string) (result, error) 
 		return result{}, err
 	}
 	began := time.Now()
-	if err := createAll(ctx, c, objs); err != nil {
+	if err := framework.CreateAll(ctx, c.Objects, objs, len(objs)); err != nil {
 		return result{}, err
 	}
 	var res result

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/multislice/multislice/internal/localcluster"
 )
@@ -196,4 +200,15 @@ func WritesSince(before, after map[string]int, skip func(resource string) bool) 
 		}
 	}
 	return total, by
+}
+
+// CreateAll creates the objects, workers at a time (a benchmark's
+// submission: all at once, as a controller creates its children), and
+// returns every error.
+func CreateAll[T client.Object](ctx context.Context, c client.Client, objs []T, workers int) error {
+	errs := make([]error, len(objs))
+	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(objs), func(i int) {
+		errs[i] = c.Create(ctx, objs[i])
+	})
+	return errors.Join(errs...)
 }
