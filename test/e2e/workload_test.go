@@ -58,12 +58,17 @@ func TestWorkloadShapes(t *testing.T) {
 		})
 	}
 
-	out := c.MustRun("status", "w-v5e")
-	for _, want := range []string{"slice-0", "slice-1", "v5e-np-", "Running", "TopologyAssigned"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("status w-v5e lacks %q:\n%s", want, out)
+	// The placement rides on the status write made once every Job is
+	// ready (or 5 s after the Jobs), which may follow the pods' Running.
+	framework.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		out, err := c.Run("status", "w-v5e")
+		for _, want := range []string{"slice-0", "slice-1", "v5e-np-", "Running", "TopologyAssigned"} {
+			if err != nil || !strings.Contains(out, want) {
+				return false, fmt.Sprintf("status w-v5e lacks %q (%v):\n%s", want, err, out)
+			}
 		}
-	}
+		return true, ""
+	})
 	var doc struct {
 		Slices []struct {
 			Job, Domain string
@@ -83,7 +88,7 @@ func TestWorkloadShapes(t *testing.T) {
 	if len(doc.Slices) != 2 || len(doc.Slices[0].Workers) != 4 || doc.Slices[0].Domain == doc.Slices[1].Domain {
 		t.Errorf("status -o json: %+v", doc)
 	}
-	out = c.MustRun("workload", "list")
+	out := c.MustRun("workload", "list")
 	if !strings.Contains(out, "w-v6e") || !strings.Contains(out, "Running") {
 		t.Errorf("workload list:\n%s", out)
 	}
