@@ -98,7 +98,11 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		if r.events, err = q.jobSetEvents(ctx, began); err != nil {
 			return err
 		}
-		r.statusWrites = r.by["update jobsets/status"] + r.by["patch jobsets/status"]
+		for k, n := range r.by { // conflicts too: each is a write the manager sent
+			if strings.HasPrefix(k, "update jobsets/status") || strings.HasPrefix(k, "patch jobsets/status") {
+				r.statusWrites += n
+			}
+		}
 		r.rss, r.hwm = c.RSS(manager)
 		queued, err := q.queuedState(ctx)
 		if err != nil {

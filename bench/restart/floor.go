@@ -187,6 +187,10 @@ func createRound(c *framework.Cluster, slices int, name string) (result, error) 
 		return result{}, err
 	}
 	var res result
+	if _, err := w.waitFor(slices*16, func(*corev1.Pod) bool { return true }); err != nil {
+		return res, err
+	}
+	res.created = time.Since(began)
 	if _, err := w.waitFor(slices*16, func(p *corev1.Pod) bool { return ready(p, false, "0", "") }); err != nil {
 		return res, err
 	}

@@ -51,6 +51,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "restarts of each kind (1..20)")
 	kinds := flag.String("kinds", "recreate,in-place,floor", "restarts run in each round, in this order: recreate, in-place, floor (in place without a controller), create (the pods created without a controller)")
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
+	audit := flag.Bool("audit", false, "log the API server's writes and say who sent them in each restart (adds a little to each write: times are not figures of record)")
 	flag.Parse()
 	if *slices < 1 || *slices > 320 || *rounds < 1 || *rounds > 20 {
 		fmt.Fprintln(os.Stderr, "-slices must be 1..320 and -rounds 1..20")
@@ -63,7 +64,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(*bin, *slices, *rounds, order); err != nil {
+	if err := run(*bin, *slices, *rounds, order, *audit); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -77,19 +78,38 @@ type result struct {
 	// lifted: the controller declared the attempt current (the agents
 	// lift their barriers on seeing it), from the failure.
 	lifted time.Duration
-	writes map[string]int
-	cpu    string
+	// gone and created, of a recreate or its floor: every pod of the
+	// previous attempt gone, every pod of the next one created.
+	gone, created time.Duration
+	writes        map[string]int
+	// senders are the writes by who sent them (with -audit).
+	senders map[string]int
+	cpu     string
 	// manager is the manager's CPU during the restart.
 	manager time.Duration
 }
 
-func run(bin string, slices, rounds int, kinds []string) error {
+func run(bin string, slices, rounds int, kinds []string, withAudit bool) error {
+	var env []string
+	var audit *framework.Audit
+	if withAudit {
+		dir, err := os.MkdirTemp("", "multislice-audit-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if audit, err = framework.NewAudit(dir); err != nil {
+			return err
+		}
+		env = append(env, audit.Env())
+	}
 	c, err := framework.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
-		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), nil, "--feature-gates=InPlaceRestart=true")
+		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), env, "--feature-gates=InPlaceRestart=true")
 	if err != nil {
 		return err
 	}
 	defer c.Down()
+	c.Audit = audit
 	pods := slices * 16
 	byKind := map[string][]result{}
 	for r := 0; r < rounds; r++ {
@@ -114,8 +134,14 @@ func run(bin string, slices, rounds int, kinds []string) error {
 				fmt.Printf(" (detection %.2fs, signal fan-out %.2fs, barrier release %.2fs; barrier lifted %.2fs after the failure)",
 					res.detect.Seconds(), res.fanOut.Seconds(), res.release.Seconds(), res.lifted.Seconds())
 			}
+			if kind == "recreate" || kind == "create" {
+				fmt.Printf(" (previous pods gone %.2fs, next pods created %.2fs)", res.gone.Seconds(), res.created.Seconds())
+			}
 			rss, peak := c.RSS(managerProcess)
 			fmt.Printf("; API writes: %s; CPU: %s; manager RSS %d MiB (peak %d MiB)\n", writes(res.writes), res.cpu, rss>>20, peak>>20)
+			if res.senders != nil {
+				fmt.Printf("  who wrote: %s\n", framework.AuditText(res.senders))
+			}
 		}
 	}
 	fmt.Printf("median of %d:", rounds)
@@ -125,6 +151,9 @@ func run(bin string, slices, rounds int, kinds []string) error {
 		if kind == "in-place" || kind == "floor" {
 			fmt.Printf(" [detection %.2fs, fan-out %.2fs, release %.2fs; barrier lifted at %.2fs]",
 				m.detect.Seconds(), m.fanOut.Seconds(), m.release.Seconds(), m.lifted.Seconds())
+		}
+		if kind == "recreate" || kind == "create" {
+			fmt.Printf(" [gone %.2fs, created %.2fs]", m.gone.Seconds(), m.created.Seconds())
 		}
 		fmt.Print(";")
 	}
@@ -177,6 +206,16 @@ func round(c *framework.Cluster, slices int, inPlace bool, name string) (result,
 		return time.Since(began), err
 	}
 	if !inPlace {
+		// The three phases of a recreate: the previous attempt's pods
+		// gone (the Jobs' foreground deletion ends with them), the next
+		// attempt's pods all created, all Running.
+		if _, err = w.until(func() bool { return w.count(func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "0" }) == 0 }); err != nil {
+			return res, err
+		}
+		res.gone = time.Since(began)
+		if res.created, err = at(pods, func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "1" }); err != nil {
+			return res, err
+		}
 		if res.total, err = at(pods, func(p *corev1.Pod) bool { return ready(p, false, "1", "") }); err != nil {
 			return res, err
 		}
@@ -204,12 +243,17 @@ func round(c *framework.Cluster, slices int, inPlace bool, name string) (result,
 type meter struct {
 	cpu    map[string]time.Duration
 	writes map[string]int
+	audit  int64 // the audit log's end
 }
 
 func startMeter(ctx context.Context, c *framework.Cluster) (meter, error) {
-	cpu := c.CPU()
-	writes, err := c.Writes(ctx)
-	return meter{cpu: cpu, writes: writes}, err
+	m := meter{cpu: c.CPU()}
+	if c.Audit != nil {
+		m.audit = c.Audit.Offset()
+	}
+	var err error
+	m.writes, err = c.Writes(ctx)
+	return m, err
 }
 
 // stop writes into res what the restart cost since startMeter.
@@ -222,7 +266,10 @@ func (m meter) stop(ctx context.Context, c *framework.Cluster, res *result) erro
 	res.manager = c.CPU()[managerProcess] - m.cpu[managerProcess]
 	// Heartbeats and events are not the restart's work.
 	_, res.writes = framework.WritesSince(m.writes, after, func(resource string) bool { return resource == "leases" || resource == "events" })
-	return nil
+	if c.Audit != nil {
+		res.senders, err = c.Audit.Since(m.audit)
+	}
+	return err
 }
 
 // untilCurrent watches the JobSet until its current in-place attempt is
@@ -313,14 +360,24 @@ func (w *podWatch) count(ok func(*corev1.Pod) bool) int {
 
 // waitFor waits until want pods pass ok, and returns how long that took.
 func (w *podWatch) waitFor(want int, ok func(*corev1.Pod) bool) (time.Duration, error) {
+	d, err := w.until(func() bool { return w.count(ok) >= want })
+	if err != nil {
+		return 0, fmt.Errorf("fewer than %d pods got there in 10 minutes", want)
+	}
+	return d, nil
+}
+
+// until waits (at most 10 minutes) until done, and returns how long that
+// took.
+func (w *podWatch) until(done func() bool) (time.Duration, error) {
 	began := time.Now()
 	for time.Since(began) < 10*time.Minute {
-		if w.count(ok) >= want {
+		if done() {
 			return time.Since(began), nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("fewer than %d pods got there in 10 minutes", want)
+	return 0, fmt.Errorf("not done in 10 minutes")
 }
 
 func writes(m map[string]int) string {
@@ -353,6 +410,8 @@ func medianOf(rs []result) result {
 		fanOut:  pick(func(r result) time.Duration { return r.fanOut }),
 		release: pick(func(r result) time.Duration { return r.release }),
 		lifted:  pick(func(r result) time.Duration { return r.lifted }),
+		gone:    pick(func(r result) time.Duration { return r.gone }),
+		created: pick(func(r result) time.Duration { return r.created }),
 		manager: pick(func(r result) time.Duration { return r.manager }),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -113,7 +114,11 @@ func (r *Running) boot(ctx context.Context, opts StartOptions, p ports) error {
 	if err := r.WaitFor(ctx, "etcd", 30*time.Second, httpOK("https://127.0.0.1:"+strconv.Itoa(p.EtcdClient)+"/health", etcdTLS)); err != nil {
 		return err
 	}
-	if err := r.launch("kube-apiserver", b.APIServer(), h.apiServerArgs(p), p.APIServer); err != nil {
+	apiArgs := h.apiServerArgs(p)
+	if extra := os.Getenv("MULTISLICE_APISERVER_ARGS"); extra != "" {
+		apiArgs = append(apiArgs, strings.Fields(extra)...) // e.g. an audit log for a bench
+	}
+	if err := r.launch("kube-apiserver", b.APIServer(), apiArgs, p.APIServer); err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", h.Kubeconfig())

@@ -150,9 +150,10 @@ var writeVerbs = map[string]string{"POST": "create", "PUT": "update", "PATCH": "
 
 // Writes returns the write requests the API server has served so far, by
 // verb and resource ("update jobsets/status", "create events", "patch
-// pods/status"), from its own request counter (apiserver_request_total);
-// the difference of two calls (WritesSince) counts the writes between
-// them, whoever made them.
+// pods/status"), those it refused apart, by code ("delete pods 404"),
+// from its own request counter (apiserver_request_total); the difference
+// of two calls (WritesSince) counts the writes between them, whoever made
+// them.
 func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 	body, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -183,7 +184,11 @@ func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 		if l["subresource"] != "" {
 			resource += "/" + l["subresource"]
 		}
-		out[verb+" "+resource] += int(n)
+		key := verb + " " + resource
+		if code := l["code"]; !strings.HasPrefix(code, "2") {
+			key += " " + code
+		}
+		out[key] += int(n)
 	}
 	return out, nil
 }
@@ -193,7 +198,7 @@ func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 func WritesSince(before, after map[string]int, skip func(resource string) bool) (total int, by map[string]int) {
 	by = map[string]int{}
 	for k, n := range after {
-		_, resource, _ := strings.Cut(k, " ")
+		resource := strings.Fields(k)[1]
 		if d := n - before[k]; d > 0 && (skip == nil || !skip(resource)) {
 			by[k] = d
 			total += d

@@ -72,7 +72,10 @@ type Cluster struct {
 	Objects client.Client
 	// Env is added to every multislice invocation (e.g. MULTISLICE_MANAGER_ARGS=...).
 	Env []string
-	t   testing.TB // nil for a program's cluster
+	// Audit, when set, is the API server's audit log (its Env was in Env
+	// at up).
+	Audit *Audit
+	t     testing.TB // nil for a program's cluster
 }
 
 // Run runs `multislice args...` against the cluster's home and returns its
