@@ -93,7 +93,8 @@ func (a *Audit) Since(offset int64) (map[string]int, error) {
 // names ("kube-controller-manager/v1.37.2 (...) kubernetes/abc/job-controller").
 func sender(user, agent string) string {
 	if _, tail, ok := strings.Cut(agent, " kubernetes/"); ok {
-		if i := strings.LastIndex(tail, "/"); i >= 0 && tail[i+1:] != "" {
+		// With service-account credentials the user names it already.
+		if i := strings.LastIndex(tail, "/"); i >= 0 && tail[i+1:] != "" && !strings.HasSuffix(user, ":"+tail[i+1:]) {
 			return user + ":" + tail[i+1:]
 		}
 	}
