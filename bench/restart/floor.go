@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/gke"
@@ -141,12 +143,18 @@ func pinnedJobs(ctx context.Context, c *framework.Cluster, slices int, name stri
 // plannedJobs are the Service and Jobs the controller's plan has for the
 // JobSet, pinned to pools by hand and owned by nothing.
 func plannedJobs(ctx context.Context, c *framework.Cluster, slices int, name string, inPlace bool) ([]client.Object, error) {
+	return plannedAttempt(ctx, c, slices, name, inPlace, 0)
+}
+
+// plannedAttempt is plannedJobs at restart attempt restarts.
+func plannedAttempt(ctx context.Context, c *framework.Cluster, slices int, name string, inPlace bool, restarts int32) ([]client.Object, error) {
 	// The JobSet exists only long enough to be defaulted as ours is.
 	js := jobSet(name, slices, inPlace)
 	js.Spec.ManagedBy = ptr.To("multislice.dev/bench-by-hand")
 	if err := c.Objects.Create(ctx, js); err != nil {
 		return nil, err
 	}
+	js.Status.Restarts = restarts
 	plan := policy.Decide(policy.Observed{JobSet: js, Now: time.Now()})
 	if err := c.Objects.Delete(ctx, js); err != nil {
 		return nil, err
@@ -195,6 +203,90 @@ func createRound(c *framework.Cluster, slices int, name string) (result, error) 
 		return res, err
 	}
 	res.total = time.Since(began)
+	return res, m.stop(ctx, c, &res)
+}
+
+// byHandRound is the floor of a restart-all (kind "by-hand"): the same
+// cluster restarting the same Jobs with no manager. The Jobs the
+// controller would create, pinned by hand, run; then, with no fault to
+// detect, all are deleted at once as the controller deletes them
+// (foreground: a Job goes once its pods have), and each is created again
+// at the next attempt the moment its name is free. What ours adds to it
+// is the manager's; what it adds to create is the cluster's deleting.
+func byHandRound(c *framework.Cluster, slices int, name string) (result, error) {
+	ctx := context.Background()
+	first, err := plannedAttempt(ctx, c, slices, name, false, 0)
+	if err != nil {
+		return result{}, err
+	}
+	next, err := plannedAttempt(ctx, c, slices, name, false, 1)
+	if err != nil {
+		return result{}, err
+	}
+	w := watchPods(c.Client, name)
+	defer deleteAll(ctx, c, next, w)
+	if err := framework.CreateAll(ctx, c.Objects, first, len(first)); err != nil {
+		return result{}, err
+	}
+	pods := slices * 16
+	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return ready(p, false, "0", "") }); err != nil {
+		return result{}, err
+	}
+	time.Sleep(2 * time.Second) // settle, as round does
+	m, err := startMeter(ctx, c)
+	if err != nil {
+		return result{}, err
+	}
+	began := time.Now()
+	jobs := first[1:] // the Service stays, as the controller keeps it
+	errs := make([]error, len(jobs))
+	workqueue.ParallelizeUntil(ctx, len(jobs), len(jobs), func(i int) {
+		errs[i] = c.Objects.Delete(ctx, jobs[i], client.PropagationPolicy(metav1.DeletePropagationForeground))
+	})
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
+	}
+	// Each Job again once a watch of the Jobs sees its name free, as the
+	// controller learns it from its cache (polling the API server with
+	// creates would load it, and the manager's Job webhook, with refusals).
+	gone := watchJobs(c.Client, name)
+	defer close(gone.stop)
+	recreated := make(chan error, 1)
+	go func() {
+		errs := make([]error, len(jobs))
+		workqueue.ParallelizeUntil(ctx, len(jobs), len(jobs), func(i int) {
+			again := next[i+1]
+			key := again.GetNamespace() + "/" + again.GetName()
+			for time.Since(began) < 10*time.Minute {
+				if _, taken, _ := gone.store.GetByKey(key); !taken {
+					err := c.Objects.Create(ctx, again)
+					if !apierrors.IsAlreadyExists(err) {
+						errs[i] = err
+						return
+					}
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			errs[i] = fmt.Errorf("%s: its name was not free within 10 minutes", again.GetName())
+		})
+		recreated <- errors.Join(errs...)
+	}()
+	var res result
+	if _, err = w.until(func() bool { return w.count(func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "0" }) == 0 }); err != nil {
+		return res, err
+	}
+	res.gone = time.Since(began)
+	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "1" }); err != nil {
+		return res, err
+	}
+	res.created = time.Since(began)
+	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return ready(p, false, "1", "") }); err != nil {
+		return res, err
+	}
+	res.total = time.Since(began)
+	if err := <-recreated; err != nil {
+		return res, err
+	}
 	return res, m.stop(ctx, c, &res)
 }
 

@@ -14,9 +14,12 @@
 //
 // Restart-all throughput (pods per second from the fault to every pod
 // Running at the next attempt) against the floor of the same cluster
-// creating the same pods without the manager (kind create):
+// creating the same pods without the manager (kind create), and against
+// the same restart made by hand without the manager (kind by-hand: the
+// Jobs deleted and created again; what recreate adds to it is the
+// manager's):
 //
-//	go run ./bench/restart -slices 320 -rounds 3 -kinds recreate,create
+//	go run ./bench/restart -slices 320 -rounds 3 -kinds recreate,by-hand,create
 package main
 
 import (
@@ -49,7 +52,7 @@ import (
 func main() {
 	slices := flag.Int("slices", 64, "slices of 16 hosts (1..320)")
 	rounds := flag.Int("rounds", 3, "restarts of each kind (1..20)")
-	kinds := flag.String("kinds", "recreate,in-place,floor", "restarts run in each round, in this order: recreate, in-place, floor (in place without a controller), create (the pods created without a controller)")
+	kinds := flag.String("kinds", "recreate,in-place,floor", "restarts run in each round, in this order: recreate, in-place, floor (in place without a controller), create (the pods created without a controller), by-hand (recreate without a controller)")
 	bin := flag.String("bin", "bin", "directory with multislice and the control-plane binaries")
 	audit := flag.Bool("audit", false, "log the API server's writes and say who sent them in each restart (adds a little to each write: times are not figures of record)")
 	flag.Parse()
@@ -59,8 +62,8 @@ func main() {
 	}
 	order := strings.Split(*kinds, ",")
 	for _, k := range order {
-		if k != "recreate" && k != "in-place" && k != "floor" && k != "create" {
-			fmt.Fprintf(os.Stderr, "-kinds: unknown kind %q (want recreate, in-place, floor or create)\n", k)
+		if k != "recreate" && k != "in-place" && k != "floor" && k != "create" && k != "by-hand" {
+			fmt.Fprintf(os.Stderr, "-kinds: unknown kind %q (want recreate, in-place, floor, create or by-hand)\n", k)
 			os.Exit(2)
 		}
 	}
@@ -122,6 +125,8 @@ func run(bin string, slices, rounds int, kinds []string, withAudit bool) error {
 				res, err = floorRound(c, slices, name)
 			case "create":
 				res, err = createRound(c, slices, name)
+			case "by-hand":
+				res, err = byHandRound(c, slices, name)
 			default:
 				res, err = round(c, slices, kind == "in-place", name)
 			}
@@ -134,7 +139,7 @@ func run(bin string, slices, rounds int, kinds []string, withAudit bool) error {
 				fmt.Printf(" (detection %.2fs, signal fan-out %.2fs, barrier release %.2fs; barrier lifted %.2fs after the failure)",
 					res.detect.Seconds(), res.fanOut.Seconds(), res.release.Seconds(), res.lifted.Seconds())
 			}
-			if kind == "recreate" || kind == "create" {
+			if kind == "recreate" || kind == "create" || kind == "by-hand" {
 				fmt.Printf(" (previous pods gone %.2fs, next pods created %.2fs)", res.gone.Seconds(), res.created.Seconds())
 			}
 			rss, peak := c.RSS(managerProcess)
@@ -152,13 +157,13 @@ func run(bin string, slices, rounds int, kinds []string, withAudit bool) error {
 			fmt.Printf(" [detection %.2fs, fan-out %.2fs, release %.2fs; barrier lifted at %.2fs]",
 				m.detect.Seconds(), m.fanOut.Seconds(), m.release.Seconds(), m.lifted.Seconds())
 		}
-		if kind == "recreate" || kind == "create" {
+		if kind == "recreate" || kind == "create" || kind == "by-hand" {
 			fmt.Printf(" [gone %.2fs, created %.2fs]", m.gone.Seconds(), m.created.Seconds())
 		}
 		fmt.Print(";")
 	}
 	fmt.Println()
-	for _, pair := range [][2]string{{"in-place", "floor"}, {"in-place", "recreate"}, {"recreate", "create"}} {
+	for _, pair := range [][2]string{{"in-place", "floor"}, {"in-place", "recreate"}, {"recreate", "create"}, {"recreate", "by-hand"}, {"by-hand", "create"}} {
 		a, b := byKind[pair[0]], byKind[pair[1]]
 		if len(a) == 0 || len(b) == 0 {
 			continue
@@ -332,6 +337,23 @@ func watchPods(cs kubernetes.Interface, name string) *podWatch {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.JobSetNameKey + "=" + name }))
 	inf := f.Core().V1().Pods().Informer()
 	w := &podWatch{store: inf.GetStore(), stop: make(chan struct{})}
+	f.Start(w.stop)
+	f.WaitForCacheSync(w.stop)
+	return w
+}
+
+// jobWatch holds the Jobs labelled with a JobSet's name.
+type jobWatch struct {
+	store toolscache.Store
+	stop  chan struct{}
+}
+
+// watchJobs watches the Jobs labelled with the JobSet name name.
+func watchJobs(cs kubernetes.Interface, name string) *jobWatch {
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.JobSetNameKey + "=" + name }))
+	inf := f.Batch().V1().Jobs().Informer()
+	w := &jobWatch{store: inf.GetStore(), stop: make(chan struct{})}
 	f.Start(w.stop)
 	f.WaitForCacheSync(w.stop)
 	return w

@@ -90,6 +90,9 @@ type Reconciler struct {
 	domainsSynced func() bool
 	// inPlace indexes the pods of in-place JobSets (InPlaceRestart gate).
 	inPlace *inPlacePods
+	// deleted are the Jobs deleted lately, not deleted again while the
+	// cache catches up.
+	deleted recentDeletes
 }
 
 // SetupWithManager registers the controller and its index.
@@ -270,6 +273,9 @@ func ManagedByUs(js *api.JobSet) bool {
 func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) error {
 	var errs []error
 	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Delete, func(j *batchv1.Job) error {
+		if r.deleted.seen(j.UID, r.Clock.Now()) {
+			return nil
+		}
 		if p.DeletePodsGrace != nil {
 			pods := &corev1.Pod{}
 			err := r.Client.DeleteAllOf(ctx, pods, client.InNamespace(j.Namespace),
@@ -279,6 +285,9 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 			}
 		}
 		err := r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		if err == nil {
+			r.deleted.note(j.UID, r.Clock.Now())
+		}
 		return client.IgnoreNotFound(err)
 	}))
 	for _, pvc := range p.Claims {
