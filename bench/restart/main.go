@@ -333,30 +333,36 @@ type podWatch struct {
 }
 
 func watchPods(cs kubernetes.Interface, name string) *podWatch {
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.JobSetNameKey + "=" + name }))
-	inf := f.Core().V1().Pods().Informer()
-	w := &podWatch{store: inf.GetStore(), stop: make(chan struct{})}
-	f.Start(w.stop)
-	f.WaitForCacheSync(w.stop)
-	return w
+	store, stop := watchLabelled(cs, name, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Core().V1().Pods().Informer()
+	})
+	return &podWatch{store: store, stop: stop}
 }
 
-// jobWatch holds the Jobs labelled with a JobSet's name.
+// jobWatch holds one JobSet's Jobs (by their label), from a watch.
 type jobWatch struct {
 	store toolscache.Store
 	stop  chan struct{}
 }
 
-// watchJobs watches the Jobs labelled with the JobSet name name.
 func watchJobs(cs kubernetes.Interface, name string) *jobWatch {
+	store, stop := watchLabelled(cs, name, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Batch().V1().Jobs().Informer()
+	})
+	return &jobWatch{store: store, stop: stop}
+}
+
+// watchLabelled starts the informer kind picks, of the objects labelled
+// with the JobSet name name, and returns its synced store and the channel
+// that stops it.
+func watchLabelled(cs kubernetes.Interface, name string, kind func(informers.SharedInformerFactory) toolscache.SharedIndexInformer) (toolscache.Store, chan struct{}) {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.JobSetNameKey + "=" + name }))
-	inf := f.Batch().V1().Jobs().Informer()
-	w := &jobWatch{store: inf.GetStore(), stop: make(chan struct{})}
-	f.Start(w.stop)
-	f.WaitForCacheSync(w.stop)
-	return w
+	inf := kind(f)
+	stop := make(chan struct{})
+	f.Start(stop)
+	f.WaitForCacheSync(stop)
+	return inf.GetStore(), stop
 }
 
 // running are the pods Running and not going away.
