@@ -12,12 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/gke"
@@ -249,16 +250,18 @@ func byHandRound(c *framework.Cluster, slices int, name string) (result, error) 
 	// Each Job again once a watch of the Jobs sees its name free, as the
 	// controller learns it from its cache (polling the API server with
 	// creates would load it, and the manager's Job webhook, with refusals).
-	gone := watchJobs(c.Client, name)
-	defer close(gone.stop)
-	recreated := make(chan error, 1)
+	jobsNow, stopJobs := watchLabelled(c.Client, name, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Batch().V1().Jobs().Informer()
+	})
+	defer close(stopJobs)
+	jobsBack := make(chan error, 1)
 	go func() {
 		errs := make([]error, len(jobs))
 		workqueue.ParallelizeUntil(ctx, len(jobs), len(jobs), func(i int) {
 			again := next[i+1]
 			key := again.GetNamespace() + "/" + again.GetName()
 			for time.Since(began) < 10*time.Minute {
-				if _, taken, _ := gone.store.GetByKey(key); !taken {
+				if _, taken, _ := jobsNow.GetByKey(key); !taken {
 					err := c.Objects.Create(ctx, again)
 					if !apierrors.IsAlreadyExists(err) {
 						errs[i] = err
@@ -269,22 +272,13 @@ func byHandRound(c *framework.Cluster, slices int, name string) (result, error) 
 			}
 			errs[i] = fmt.Errorf("%s: its name was not free within 10 minutes", again.GetName())
 		})
-		recreated <- errors.Join(errs...)
+		jobsBack <- errors.Join(errs...)
 	}()
 	var res result
-	if _, err = w.until(func() bool { return w.count(func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "0" }) == 0 }); err != nil {
+	if err := w.recreated(pods, began, &res); err != nil {
 		return res, err
 	}
-	res.gone = time.Since(began)
-	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "1" }); err != nil {
-		return res, err
-	}
-	res.created = time.Since(began)
-	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return ready(p, false, "1", "") }); err != nil {
-		return res, err
-	}
-	res.total = time.Since(began)
-	if err := <-recreated; err != nil {
+	if err := <-jobsBack; err != nil {
 		return res, err
 	}
 	return res, m.stop(ctx, c, &res)

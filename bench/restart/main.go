@@ -211,17 +211,7 @@ func round(c *framework.Cluster, slices int, inPlace bool, name string) (result,
 		return time.Since(began), err
 	}
 	if !inPlace {
-		// The three phases of a recreate: the previous attempt's pods
-		// gone (the Jobs' foreground deletion ends with them), the next
-		// attempt's pods all created, all Running.
-		if _, err = w.until(func() bool { return w.count(func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "0" }) == 0 }); err != nil {
-			return res, err
-		}
-		res.gone = time.Since(began)
-		if res.created, err = at(pods, func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "1" }); err != nil {
-			return res, err
-		}
-		if res.total, err = at(pods, func(p *corev1.Pod) bool { return ready(p, false, "1", "") }); err != nil {
+		if err := w.recreated(pods, began, &res); err != nil {
 			return res, err
 		}
 	} else {
@@ -339,19 +329,6 @@ func watchPods(cs kubernetes.Interface, name string) *podWatch {
 	return &podWatch{store: store, stop: stop}
 }
 
-// jobWatch holds one JobSet's Jobs (by their label), from a watch.
-type jobWatch struct {
-	store toolscache.Store
-	stop  chan struct{}
-}
-
-func watchJobs(cs kubernetes.Interface, name string) *jobWatch {
-	store, stop := watchLabelled(cs, name, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
-		return f.Batch().V1().Jobs().Informer()
-	})
-	return &jobWatch{store: store, stop: stop}
-}
-
 // watchLabelled starts the informer kind picks, of the objects labelled
 // with the JobSet name name, and returns its synced store and the channel
 // that stops it.
@@ -384,6 +361,26 @@ func (w *podWatch) count(ok func(*corev1.Pod) bool) int {
 		}
 	}
 	return n
+}
+
+// recreated waits through the three phases of a recreate from attempt 0
+// to 1 that began at began, and writes into res when each ended: every
+// pod of attempt 0 gone (the Jobs' foreground deletion ends with them),
+// all pods of attempt 1 created, all Running.
+func (w *podWatch) recreated(pods int, began time.Time, res *result) error {
+	if _, err := w.until(func() bool { return w.count(func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "0" }) == 0 }); err != nil {
+		return err
+	}
+	res.gone = time.Since(began)
+	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return p.Labels[api.RestartsKey] == "1" }); err != nil {
+		return err
+	}
+	res.created = time.Since(began)
+	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return ready(p, false, "1", "") }); err != nil {
+		return err
+	}
+	res.total = time.Since(began)
+	return nil
 }
 
 // waitFor waits until want pods pass ok, and returns how long that took.

@@ -14,7 +14,7 @@ const deleteMemory = 30 * time.Second
 // recentDeletes are the Jobs this manager deleted in the last
 // deleteMemory, by UID. Until the cache sees a deletion, every reconcile
 // of a restarting JobSet (one per Job or pod event) decided it again:
-// 140-164 deletes of 64 Jobs in a 1,024-pod restart. Memory only: a
+// 118-164 deletes of 64 Jobs in a 1,024-pod restart. Memory only: a
 // restarted manager deletes such a Job once more, which is harmless.
 type recentDeletes struct {
 	mu     sync.Mutex
