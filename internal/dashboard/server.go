@@ -95,8 +95,13 @@ func (s *Server) Start(ctx context.Context) error {
 	s.cache = s.Cache
 	own := s.cache == nil
 	if own {
-		var err error
-		if s.cache, err = cache.New(s.Config, objcache.Options()); err != nil {
+		httpClient, err := objcache.HTTPClient(s.Config)
+		if err != nil {
+			return err
+		}
+		o := objcache.Options()
+		o.HTTPClient = httpClient
+		if s.cache, err = cache.New(s.Config, o); err != nil {
 			return err
 		}
 	}

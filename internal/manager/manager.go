@@ -157,6 +157,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	webhookServer := webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
 		TLSOpts: []func(*tls.Config){o.TLS.apply}})
+	cacheOpts, err := cacheOptions(cfg, o.FeatureGates)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  objcache.Scheme(),
 		Metrics:                 metricsOptions(o),
@@ -173,7 +177,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhookServer,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
-		Cache:                         cacheOptions(o.FeatureGates),
+		Cache:                         cacheOpts,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -365,11 +369,14 @@ func servesWorkloads(d discovery.DiscoveryInterface) error {
 	return nil
 }
 
-// cacheOptions: the shared selection, and spec.scheduling's kinds when its
-// gate is on.
-func cacheOptions(gates features.Gates) cache.Options {
+// cacheOptions: the shared selection, spec.scheduling's kinds when its
+// gate is on, and an HTTP client of its own that slims pod watches.
+func cacheOptions(cfg *rest.Config, gates features.Gates) (cache.Options, error) {
+	o := objcache.Options()
 	if gates.WorkloadAwareScheduling {
-		return objcache.WithWorkloads(objcache.Options())
+		o = objcache.WithWorkloads(o)
 	}
-	return objcache.Options()
+	var err error
+	o.HTTPClient, err = objcache.HTTPClient(cfg)
+	return o, err
 }
