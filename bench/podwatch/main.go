@@ -8,7 +8,9 @@
 //   - whole: pods decoded whole, as controller-runtime does by default
 //     (the manager before objcache.SlimPodWatches);
 //   - slim: objcache.HTTPClient, as the manager receives them;
-//   - slim-http1: the same over HTTP/1.1 instead of HTTP/2.
+//   - slim-http1: the same over HTTP/1.1 instead of HTTP/2;
+//   - slim-gogc200, slim-gogc400: slim with the garbage collector run at
+//     GOGC=200 or 400 instead of 100 (less CPU, a larger heap).
 //
 // Each receiver is a process of its own (this program, -receive), so its
 // CPU is its own; the writes come from this one. The pods are TPU pods as
@@ -30,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -37,6 +40,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,12 +56,16 @@ import (
 	"github.com/multislice/multislice/internal/versions"
 )
 
-var ways = []string{"bytes", "whole", "slim", "slim-http1"}
+var ways = []string{"bytes", "whole", "slim", "slim-http1", "slim-gogc200", "slim-gogc400"}
+
+// gogc is the GOGC a way's receiver runs with, if not the default.
+var gogc = map[string]string{"slim-gogc200": "200", "slim-gogc400": "400"}
 
 func main() {
 	pods := flag.Int("pods", 1024, "pods (1..20000)")
 	writes := flag.Int("writes", 5, "status writes per pod per round (1..20)")
 	rounds := flag.Int("rounds", 5, "rounds of every way (1..20)")
+	only := flag.String("ways", strings.Join(ways, ","), "the ways compared, in this order (whole is the baseline)")
 	bin := flag.String("bin", "bin", "directory with the envtest binaries (make binaries)")
 	receive := flag.String("receive", "", "run as a receiver of this way (used by the bench itself)")
 	kubeconfig := flag.String("receiver-kubeconfig", "", "the receiver's kubeconfig (with -receive)")
@@ -71,12 +79,31 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-pods must be 1..20000, -writes 1..20 and -rounds 1..20")
 		os.Exit(2)
 	default:
-		err = run(*bin, *pods, *writes, *rounds)
+		if ways, err = chosen(*only); err == nil {
+			err = run(*bin, *pods, *writes, *rounds)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// chosen are the ways of -ways: known ones, whole among them.
+func chosen(list string) ([]string, error) {
+	var out []string
+	hasWhole := false
+	for _, w := range strings.Split(list, ",") {
+		if !slices.Contains(ways, w) {
+			return nil, fmt.Errorf("-ways: unknown way %q (want some of %s)", w, strings.Join(ways, ","))
+		}
+		hasWhole = hasWhole || w == "whole"
+		out = append(out, w)
+	}
+	if !hasWhole {
+		return nil, fmt.Errorf("-ways: name whole too: the others are compared with it")
+	}
+	return out, nil
 }
 
 const namespace = "podwatch"
@@ -170,6 +197,9 @@ func round(ctx context.Context, cs kubernetes.Interface, kubeconfig, way string,
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-receive", way, "-receiver-kubeconfig", kubeconfig, "-expect", fmt.Sprint(pods*writes))
 	cmd.Stderr = os.Stderr
+	if g, ok := gogc[way]; ok {
+		cmd.Env = append(os.Environ(), "GOGC="+g)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, 0, err
@@ -244,7 +274,7 @@ func informer(ctx context.Context, cfg *rest.Config, way string, expect int, rea
 	switch way {
 	case "whole":
 		o.HTTPClient, err = rest.HTTPClientFor(cfg)
-	case "slim":
+	case "slim", "slim-gogc200", "slim-gogc400":
 		o.HTTPClient, err = objcache.HTTPClient(cfg)
 	case "slim-http1":
 		cfg = rest.CopyConfig(cfg)
@@ -287,7 +317,9 @@ func informer(ctx context.Context, cfg *rest.Config, way string, expect int, rea
 }
 
 // countFrames lists the pods, then watches them from there in protobuf
-// and counts the frames without decoding them.
+// and counts the frames, reading of each only its resourceVersion: a
+// watch the API server closes (it closes those of consumers it finds
+// slow) goes on from there.
 func countFrames(ctx context.Context, cfg *rest.Config, expect int, ready func()) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
@@ -303,29 +335,73 @@ func countFrames(ctx context.Context, cfg *rest.Config, expect int, ready func()
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+
-		"/api/v1/pods?watch=true&allowWatchBookmarks=false&resourceVersion="+list.ResourceVersion, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;stream=watch")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	ready()
-	body := bufio.NewReader(resp.Body)
-	var size [4]byte
-	for n := 0; n < expect; n++ {
-		if _, err := io.ReadFull(body, size[:]); err != nil {
-			return fmt.Errorf("after %d of %d events: %w", n, expect, err)
-		}
-		if _, err := body.Discard(int(binary.BigEndian.Uint32(size[:]))); err != nil {
+	rv, n := list.ResourceVersion, 0
+	for first := true; n < expect; first = false {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+
+			"/api/v1/pods?watch=true&allowWatchBookmarks=false&resourceVersion="+rv, nil)
+		if err != nil {
 			return err
 		}
+		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;stream=watch")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		if first {
+			ready()
+		}
+		body := bufio.NewReader(resp.Body)
+		var size [4]byte
+		var frame []byte
+		for ; n < expect; n++ {
+			if _, err := io.ReadFull(body, size[:]); err != nil {
+				break
+			}
+			if l := int(binary.BigEndian.Uint32(size[:])); cap(frame) < l {
+				frame = make([]byte, l)
+			} else {
+				frame = frame[:l]
+			}
+			if _, err := io.ReadFull(body, frame); err != nil {
+				break
+			}
+			if v := resourceVersion(frame); v != "" {
+				rv = v
+			}
+		}
+		resp.Body.Close()
 	}
 	return nil
+}
+
+// resourceVersion is a pod watch event's (WatchEvent.object 2, its raw 1
+// past "k8s\x00", Unknown.raw 2, Pod.metadata 1, ObjectMeta.resourceVersion 6).
+func resourceVersion(event []byte) string {
+	b := field(field(event, 2), 1)
+	if len(b) < 4 {
+		return ""
+	}
+	return string(field(field(field(b[4:], 2), 1), 6))
+}
+
+// field is msg's last length-delimited field num, nil if none.
+func field(msg []byte, num protowire.Number) []byte {
+	var v []byte
+	for len(msg) > 0 {
+		got, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return nil
+		}
+		m := protowire.ConsumeFieldValue(got, typ, msg[n:])
+		if m < 0 {
+			return nil
+		}
+		if got == num && typ == protowire.BytesType {
+			v, _ = protowire.ConsumeBytes(msg[n:])
+		}
+		msg = msg[n+m:]
+	}
+	return v
 }
 
 func cpuTime() time.Duration {
