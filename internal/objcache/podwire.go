@@ -15,13 +15,13 @@ import (
 // SlimPodWatches is rt, except that a protobuf pod watch's events reach
 // the decoder already slim: each pod keeps only the fields SlimPod reads
 // (podWire). A pod as the API server sends it is mostly what the cache
-// throws away: of a TPU pod's 19 KB, 14 KB are its managed fields and
+// throws away: of a TPU pod's 19 KB, 14.5 KB are its managed fields and
 // most of the rest its containers' env and probes. The manager receives
-// every pod's every status write (5 per pod in an in-place restart), and
-// decoding whole pods, then collecting them, was the largest part of its
-// CPU. Cutting bytes costs far less than decoding them. Lists, other
-// kinds and JSON pass untouched, and so does any event this does not
-// recognise: the cache's SlimPod still makes what it keeps.
+// every pod's every status write (5 per pod in an in-place restart);
+// cutting bytes costs far less than decoding them and collecting the
+// garbage (bench/podwatch: 0.88x the CPU per event). Lists, other kinds
+// and JSON pass untouched, and so does any event this does not recognise:
+// the cache's SlimPod still makes what it keeps.
 func SlimPodWatches(rt http.RoundTripper) http.RoundTripper { return slimPodWatches{rt} }
 
 // HTTPClient is cfg's HTTP client for a cache of Options: its pod watches

@@ -54,9 +54,10 @@ func TestPodWatchSlimmedOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	created.Status = corev1.PodStatus{Phase: corev1.PodRunning, Message: "started",
+	update := created.DeepCopy()
+	update.Status = corev1.PodStatus{Phase: corev1.PodRunning, Message: "started",
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: "trainer", RestartCount: 2, Ready: true}}}
-	running, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	running, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, update, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
