@@ -38,6 +38,7 @@ func (r *Reconciler) observe(ctx context.Context, js *api.JobSet) (policy.Observ
 	jobs := make([]*batchv1.Job, len(list.Items))
 	for i := range list.Items {
 		jobs[i] = &list.Items[i]
+		r.created.forget(createdJob{client.ObjectKeyFromObject(jobs[i]), js.UID})
 	}
 	key := client.ObjectKeyFromObject(js)
 	o := policy.Observed{JobSet: js, Jobs: jobs, Now: r.Clock.Now(), Gates: r.Gates, AgentTimeout: r.AgentTimeout,

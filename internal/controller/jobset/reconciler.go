@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -90,9 +91,10 @@ type Reconciler struct {
 	domainsSynced func() bool
 	// inPlace indexes the pods of in-place JobSets (InPlaceRestart gate).
 	inPlace *inPlacePods
-	// deleted are the Jobs deleted lately, not deleted again while the
-	// cache catches up.
-	deleted recentDeletes
+	// deleted and created are the Jobs deleted and created lately, not
+	// deleted or created again while the cache catches up.
+	deleted recent[types.UID]
+	created recent[createdJob]
 }
 
 // SetupWithManager registers the controller and its index.
@@ -273,7 +275,7 @@ func ManagedByUs(js *api.JobSet) bool {
 func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) error {
 	var errs []error
 	errs = append(errs, parallel(ctx, r.Parallelism, "job", p.Delete, func(j *batchv1.Job) error {
-		if r.deleted.seen(j.UID, r.Clock.Now()) {
+		if r.deleted.within(j.UID, r.Clock.Now()) {
 			return nil
 		}
 		if p.DeletePodsGrace != nil {
@@ -320,13 +322,24 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 	// resolve each other through it only once they run.
 	serviceErr := make(chan error, 1)
 	go func() { serviceErr <- r.createService(ctx, js, p.Service) }()
+	var skipped atomic.Bool
 	createErr := parallel(ctx, r.Parallelism, "job", p.Create, func(j *batchv1.Job) error {
-		err := r.Client.Create(ctx, j)
-		if apierrors.IsAlreadyExists(err) {
+		key := createdJob{client.ObjectKeyFromObject(j), js.UID}
+		if r.created.within(key, r.Clock.Now()) {
+			skipped.Store(true)
 			return nil
 		}
-		return err
+		err := r.Client.Create(ctx, j)
+		if err == nil {
+			r.created.note(key, r.Clock.Now())
+		}
+		return client.IgnoreAlreadyExists(err)
 	})
+	if skipped.Load() && (p.RequeueAfter == 0 || p.RequeueAfter > recentMemory) {
+		// Should the Job be gone before the cache ever showed it, no
+		// event would come to create it again.
+		p.RequeueAfter = recentMemory
+	}
 	errs = append(errs, <-serviceErr)
 	if createErr != nil {
 		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, createErr.Error())

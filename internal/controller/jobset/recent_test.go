@@ -1,0 +1,99 @@
+package jobset
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/controller/jobset/policy"
+	"github.com/multislice/multislice/internal/testobj"
+)
+
+func TestRecent(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	var r recent[string]
+	if r.within("a", t0) {
+		t.Fatal("a key never noted is within")
+	}
+	r.note("a", t0)
+	r.note("c", t0)
+	r.forget("c") // the cache shows it
+	for _, c := range []struct {
+		key  string
+		at   time.Duration
+		want bool
+	}{
+		{"a", 0, true},
+		{"a", recentMemory - time.Millisecond, true},
+		{"a", recentMemory, false}, // the cache had time: act again if it still does not show it
+		{"b", time.Second, false},
+		{"c", time.Second, false},
+	} {
+		if got := r.within(c.key, t0.Add(c.at)); got != c.want {
+			t.Errorf("within(%s) %s after the write = %v, want %v", c.key, c.at, got, c.want)
+		}
+	}
+	// Old entries go once per recentMemory, when a new one is noted.
+	r.note("b", t0.Add(2*recentMemory))
+	if _, kept := r.at["a"]; kept || len(r.at) != 1 {
+		t.Errorf("after a later note: %v, want only b", r.at)
+	}
+}
+
+// TestCreateOnceUntilTheCacheShowsIt: a Job the manager created is not
+// created again while the cache does not show it (a reconcile in between
+// decides to create it again), and is once the cache has shown it or the
+// memory has run out; a reconcile that skips comes back at the latest
+// when the memory runs out.
+func TestCreateOnceUntilTheCacheShowsIt(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = api.AddToScheme(scheme)
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	js := testobj.NewJobSet("ns", "train").ReplicatedJob("w", 1, 1).Obj()
+	js.UID = "js-uid"
+	creates := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).WithStatusSubresource(js).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*batchv1.Job); ok {
+				creates++
+			}
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
+	clk := clocktesting.NewFakeClock(now)
+	r := &Reconciler{Client: c, Clock: clk, Parallelism: 1}
+	reconcileOnStaleCache := func() policy.Plan {
+		t.Helper()
+		plan := policy.Decide(policy.Observed{JobSet: js, Now: clk.Now()}) // the cache shows no Job
+		if len(plan.Create) != 1 {
+			t.Fatalf("plan creates %d Jobs, want 1", len(plan.Create))
+		}
+		if err := r.act(context.Background(), js, &plan); err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	job := client.ObjectKeyFromObject(reconcileOnStaleCache().Create[0])
+	if plan := reconcileOnStaleCache(); creates != 1 || plan.RequeueAfter > recentMemory || plan.RequeueAfter == 0 {
+		t.Fatalf("after two reconciles: %d creates, requeue after %s; want 1, at most %s", creates, plan.RequeueAfter, recentMemory)
+	}
+	clk.Step(recentMemory)
+	reconcileOnStaleCache()
+	if creates != 2 {
+		t.Fatalf("after the memory ran out: %d creates, want 2 (the cache had time: create again)", creates)
+	}
+	r.created.forget(createdJob{job, js.UID}) // a reconcile's observe saw it
+	reconcileOnStaleCache()
+	if creates != 3 {
+		t.Fatalf("after the cache showed the Job: %d creates, want 3", creates)
+	}
+}
