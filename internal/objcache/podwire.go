@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"strings"
@@ -165,67 +166,82 @@ func (s *slimmer) event(dst, event []byte) []byte {
 
 // keep appends to out the fields of msg that f names, rewritten as f says.
 func keep(out, msg []byte, f *wireFields) ([]byte, bool) {
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
-			return nil, false
-		}
-		m := protowire.ConsumeFieldValue(num, typ, msg[n:])
-		if m < 0 {
-			return nil, false
-		}
-		sub, named := (*f)[num]
+	parsed := true
+	for fl := range eachField(msg, &parsed) {
+		sub, named := (*f)[fl.num]
 		switch {
 		case !named:
 		case sub == nil:
-			out = append(out, msg[:n+m]...)
-		case typ == protowire.BytesType:
-			v, _ := protowire.ConsumeBytes(msg[n:])
-			inner, ok := keep(nil, v, sub)
+			out = append(out, fl.whole...)
+		case fl.typ == protowire.BytesType:
+			inner, ok := keep(nil, fl.value, sub)
 			if !ok {
 				return nil, false
 			}
-			out = protowire.AppendTag(out, num, protowire.BytesType)
+			out = protowire.AppendTag(out, fl.num, protowire.BytesType)
 			out = protowire.AppendBytes(out, inner)
 		default:
 			return nil, false
 		}
-		msg = msg[n+m:]
 	}
-	return out, true
+	return out, parsed
 }
 
 // bytesField is the last value of msg's length-delimited field num (the
-// last wins, as in decoding).
+// last wins, as in decoding); found is false if msg does not parse.
 func bytesField(msg []byte, num protowire.Number) (v []byte, found bool) {
-	for len(msg) > 0 {
-		got, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
-			return nil, false
+	parsed := true
+	for fl := range eachField(msg, &parsed) {
+		if fl.num == num && fl.typ == protowire.BytesType {
+			v, found = fl.value, true
 		}
-		m := protowire.ConsumeFieldValue(got, typ, msg[n:])
-		if m < 0 {
-			return nil, false
-		}
-		if got == num && typ == protowire.BytesType {
-			v, _ = protowire.ConsumeBytes(msg[n:])
-			found = true
-		}
-		msg = msg[n+m:]
 	}
-	return v, found
+	return v, found && parsed
 }
 
-// appendReplaced appends to dst msg (whose fields parse: bytesField
-// found a field after them) with its field num one value, prefix and v.
-func appendReplaced(dst, msg []byte, num protowire.Number, prefix, v []byte) []byte {
-	for len(msg) > 0 {
-		got, typ, n := protowire.ConsumeTag(msg)
-		m := protowire.ConsumeFieldValue(got, typ, msg[n:])
-		if got != num {
-			dst = append(dst, msg[:n+m]...)
+// wireField is one field of a protobuf message.
+type wireField struct {
+	num   protowire.Number
+	typ   protowire.Type
+	whole []byte // its tag and value, as on the wire
+	value []byte // a length-delimited field's content
+}
+
+// eachField yields msg's fields in order; *parsed is false if msg does
+// not parse to its end.
+func eachField(msg []byte, parsed *bool) iter.Seq[wireField] {
+	return func(yield func(wireField) bool) {
+		for len(msg) > 0 {
+			num, typ, n := protowire.ConsumeTag(msg)
+			if n < 0 {
+				*parsed = false
+				return
+			}
+			m := protowire.ConsumeFieldValue(num, typ, msg[n:])
+			if m < 0 {
+				*parsed = false
+				return
+			}
+			fl := wireField{num: num, typ: typ, whole: msg[:n+m]}
+			if typ == protowire.BytesType {
+				fl.value, _ = protowire.ConsumeBytes(msg[n:])
+			}
+			if !yield(fl) {
+				return
+			}
+			msg = msg[n+m:]
 		}
-		msg = msg[n+m:]
+	}
+}
+
+// appendReplaced appends to dst msg (which parses: bytesField found a
+// field in it) with its field num one value, prefix and v.
+func appendReplaced(dst, msg []byte, num protowire.Number, prefix, v []byte) []byte {
+	parsed := true
+	for fl := range eachField(msg, &parsed) {
+		if fl.num != num {
+			dst = append(dst, fl.whole...)
+		}
 	}
 	dst = protowire.AppendTag(dst, num, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(len(prefix)+len(v)))
