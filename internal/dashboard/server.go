@@ -95,12 +95,10 @@ func (s *Server) Start(ctx context.Context) error {
 	s.cache = s.Cache
 	own := s.cache == nil
 	if own {
-		httpClient, err := objcache.HTTPClient(s.Config)
+		o, err := objcache.OptionsFor(s.Config)
 		if err != nil {
 			return err
 		}
-		o := objcache.Options()
-		o.HTTPClient = httpClient
 		if s.cache, err = cache.New(s.Config, o); err != nil {
 			return err
 		}

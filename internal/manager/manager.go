@@ -369,14 +369,12 @@ func servesWorkloads(d discovery.DiscoveryInterface) error {
 	return nil
 }
 
-// cacheOptions: the shared selection, spec.scheduling's kinds when its
-// gate is on, and an HTTP client of its own that slims pod watches.
+// cacheOptions: the shared selection, with its own HTTP client, and
+// spec.scheduling's kinds when its gate is on.
 func cacheOptions(cfg *rest.Config, gates features.Gates) (cache.Options, error) {
-	o := objcache.Options()
+	o, err := objcache.OptionsFor(cfg)
 	if gates.WorkloadAwareScheduling {
 		o = objcache.WithWorkloads(o)
 	}
-	var err error
-	o.HTTPClient, err = objcache.HTTPClient(cfg)
 	return o, err
 }
