@@ -39,6 +39,12 @@ func startEnv(name, binary, logPath string, args, env []string, ports []int) (*s
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "=== %s %s\n", time.Now().Format(time.RFC3339), strings.Join(append([]string{binary}, args...), " "))
 	cmd := exec.Command(binary, args...)
+	// Recorded as the kernel names it (/proc/PID/exe), which alive
+	// compares: a relative path (MULTISLICE_MANAGER_BINARY=bin/…) never
+	// matched, and `down` left that component running.
+	if abs, err := filepath.Abs(cmd.Path); err == nil {
+		cmd.Path, binary = abs, abs
+	}
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

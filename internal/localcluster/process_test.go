@@ -1,0 +1,57 @@
+package localcluster
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A component started from a relative path is alive, and stops: `down`
+// once left such a manager running (MULTISLICE_MANAGER_BINARY=bin/…).
+func TestStartFromRelativePathStops(t *testing.T) {
+	self, err := os.Readlink("/proc/self/exe") // this test binary, copied, is the component
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "component"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	s, err := startEnv("component", "./component", filepath.Join(dir, "log"), []string{"-test.run=^TestHelperStayUp$", "-test.v"},
+		[]string{"MULTISLICE_TEST_STAY_UP=1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(s.PID, syscall.SIGKILL) }) // whatever alive says
+	if !filepath.IsAbs(s.Binary) {
+		t.Errorf("recorded binary %q, want an absolute path", s.Binary)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !s.Process.alive() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !s.Process.alive() {
+		t.Fatal("the component started from ./component is not alive")
+	}
+	s.Process.stop(5 * time.Second)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the component still runs after stop")
+	}
+}
+
+// TestHelperStayUp is the component above: it runs only when asked to.
+func TestHelperStayUp(t *testing.T) {
+	if os.Getenv("MULTISLICE_TEST_STAY_UP") != "1" {
+		t.Skip("a helper process")
+	}
+	time.Sleep(time.Minute)
+}
