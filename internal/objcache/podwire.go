@@ -3,6 +3,7 @@ package objcache
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"iter"
 	"mime"
@@ -93,6 +94,9 @@ func (s *slimFrames) next() error {
 		return err // io.EOF between frames: the watch ended
 	}
 	n := binary.BigEndian.Uint32(size[:])
+	if n > maxFrame {
+		return fmt.Errorf("watch frame of %d bytes: longer than client-go decodes (%d)", n, maxFrame)
+	}
 	if cap(s.in) < int(n) {
 		s.in = make([]byte, n)
 	}
@@ -108,6 +112,11 @@ func (s *slimFrames) next() error {
 	s.pending = s.out
 	return nil
 }
+
+// maxFrame is the longest watch event client-go's decoder takes
+// (streaming.NewDecoder's bound): a longer length is a broken stream, not
+// a reason to allocate it.
+const maxFrame = 16 << 20
 
 func (s *slimFrames) Close() error { return s.src.Close() }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,6 +180,13 @@ func TestSlimPodEventLeavesWhatItCannotRead(t *testing.T) {
 		if got := (&slimmer{}).event(nil, event); !bytes.Equal(got, event) {
 			t.Errorf("event(%q) = %q, want it unchanged", event, got)
 		}
+	}
+}
+
+func TestSlimFramesRefusesAnOverlongFrame(t *testing.T) {
+	frames := &slimFrames{src: io.NopCloser(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff, 1, 2, 3}))}
+	if _, err := frames.Read(make([]byte, 16)); err == nil || !strings.Contains(err.Error(), "longer than client-go decodes") {
+		t.Errorf("a 4 GiB frame: %v, want refused", err)
 	}
 }
 
