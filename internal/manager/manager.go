@@ -136,6 +136,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	outage.RideOut(cfg)
+	// The cache's pod watches slimmed on the wire; one connection for the
+	// cache and the writes, as before (everything else passes untouched).
+	cfg.Wrap(objcache.SlimPodWatches)
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -157,10 +160,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	webhookServer := webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
 		TLSOpts: []func(*tls.Config){o.TLS.apply}})
-	cacheOpts, err := cacheOptions(cfg, o.FeatureGates)
-	if err != nil {
-		return err
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  objcache.Scheme(),
 		Metrics:                 metricsOptions(o),
@@ -177,7 +176,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhookServer,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.SkipNameValidation)},
-		Cache:                         cacheOpts,
+		Cache:                         cacheOptions(o.FeatureGates),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -369,12 +368,11 @@ func servesWorkloads(d discovery.DiscoveryInterface) error {
 	return nil
 }
 
-// cacheOptions: the shared selection, with its own HTTP client, and
-// spec.scheduling's kinds when its gate is on.
-func cacheOptions(cfg *rest.Config, gates features.Gates) (cache.Options, error) {
-	o, err := objcache.OptionsFor(cfg)
+// cacheOptions: the shared selection, and spec.scheduling's kinds when its
+// gate is on.
+func cacheOptions(gates features.Gates) cache.Options {
 	if gates.WorkloadAwareScheduling {
-		o = objcache.WithWorkloads(o)
+		return objcache.WithWorkloads(objcache.Options())
 	}
-	return o, err
+	return objcache.Options()
 }
