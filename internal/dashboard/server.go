@@ -95,11 +95,10 @@ func (s *Server) Start(ctx context.Context) error {
 	s.cache = s.Cache
 	own := s.cache == nil
 	if own {
-		o, err := objcache.OptionsFor(s.Config)
-		if err != nil {
-			return err
-		}
-		if s.cache, err = cache.New(s.Config, o); err != nil {
+		cfg := rest.CopyConfig(s.Config)
+		cfg.Wrap(objcache.SlimPodWatches) // as the manager's cache receives pods
+		var err error
+		if s.cache, err = cache.New(cfg, objcache.Options()); err != nil {
 			return err
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,14 +59,6 @@ func Options() cache.Options {
 			&eventsv1.Event{}: {Field: fields.SelectorFromSet(fields.Set{"regarding.kind": "Job", "reason": "FailedCreate"})},
 		},
 	}
-}
-
-// OptionsFor are Options with an HTTP client of cfg's own (HTTPClient).
-func OptionsFor(cfg *rest.Config) (cache.Options, error) {
-	o := Options()
-	var err error
-	o.HTTPClient, err = HTTPClient(cfg)
-	return o, err
 }
 
 // WithWorkloads adds to o the Workloads and PodGroups JobSets own
