@@ -63,3 +63,10 @@ type createdJob struct {
 	job    types.NamespacedName
 	jobSet types.UID
 }
+
+// jobSetVersion keys a JobSet as the manager last wrote over it: its UID
+// and the resourceVersion its status write replaced.
+type jobSetVersion struct {
+	uid             types.UID
+	resourceVersion string
+}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -95,5 +96,66 @@ func TestCreateOnceUntilTheCacheShowsIt(t *testing.T) {
 	reconcileOnStaleCache()
 	if creates != 3 {
 		t.Fatalf("after the cache showed the Job: %d creates, want 3", creates)
+	}
+}
+
+// TestNoDecisionOnAJobSetOlderThanOurWrite: a reconcile that reads the
+// JobSet as it was before this manager's own last status write decides
+// nothing (it would undo the write: create again the Jobs a release had
+// deleted) and comes back; once the cache shows the write, it decides.
+func TestNoDecisionOnAJobSetOlderThanOurWrite(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = api.AddToScheme(scheme)
+	js := testobj.NewJobSet("ns", "train").ReplicatedJob("w", 1, 1).Obj()
+	js.UID = "js-uid"
+	var stale *api.JobSet // what a cache behind the manager shows, when set
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).WithStatusSubresource(js).
+		WithIndex(&batchv1.Job{}, OwnerUIDIndex, func(client.Object) []string { return nil }).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if got, ok := obj.(*api.JobSet); ok && stale != nil {
+				stale.DeepCopyInto(got)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}}).Build()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
+	r := &Reconciler{Client: c, Clock: clk, Parallelism: 1}
+	decisions := 0
+	r.decide = func(o policy.Observed) policy.Plan {
+		decisions++
+		status := *o.JobSet.Status.DeepCopy()
+		status.Restarts++
+		return policy.Plan{StatusChanged: true, Status: status}
+	}
+	reconcile := func() ctrl.Result {
+		t.Helper()
+		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(js)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	var before api.JobSet
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(js), &before); err != nil {
+		t.Fatal(err)
+	}
+	reconcile() // writes its status
+	stale = &before
+	if res := reconcile(); decisions != 1 || res.RequeueAfter == 0 {
+		t.Fatalf("on the JobSet from before the write: %d decisions (want 1), requeue after %s (want some)", decisions, res.RequeueAfter)
+	}
+	stale = nil
+	reconcile()
+	if decisions != 2 {
+		t.Fatalf("once the cache shows the write: %d decisions, want 2", decisions)
+	}
+	// A version the manager did not replace is decided on, stale or not.
+	other := before.DeepCopy()
+	other.ResourceVersion = "not-ours"
+	stale = other
+	reconcile()
+	if decisions != 3 {
+		t.Fatalf("on a version the manager never replaced: %d decisions, want 3", decisions)
 	}
 }

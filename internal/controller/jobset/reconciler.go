@@ -95,6 +95,9 @@ type Reconciler struct {
 	// deleted or created again while the cache catches up.
 	deleted recent[types.UID]
 	created recent[createdJob]
+	// replaced are the JobSet versions the manager's own status writes
+	// replaced: a cache still showing one is behind the manager.
+	replaced recent[jobSetVersion]
 }
 
 // SetupWithManager registers the controller and its index.
@@ -184,6 +187,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if js.DeletionTimestamp != nil || !ManagedByUs(&js) {
 		return ctrl.Result{}, nil
+	}
+	if r.replaced.within(jobSetVersion{js.UID, js.ResourceVersion}, r.Clock.Now()) {
+		// The cache shows the JobSet from before this manager's own last
+		// status write: decided on it, a reconcile would undo that write
+		// (create again the Jobs it released). The write's watch event
+		// requeues the JobSet; the requeue is only a backstop.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	observed, err := r.observe(ctx, &js)
 	if err != nil {
@@ -350,8 +360,12 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 	if p.StatusChanged {
 		before := js.Status.DeepCopy()
 		js.Status = p.Status
+		replaced := jobSetVersion{js.UID, js.ResourceVersion}
 		if err := r.Client.Status().Update(ctx, js); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("update status: %w", err))...)
+		}
+		if js.ResourceVersion != replaced.resourceVersion { // a write that changed nothing keeps it
+			r.replaced.note(replaced, r.Clock.Now())
 		}
 		r.lastWrite.Store(client.ObjectKeyFromObject(js), r.Clock.Now())
 		for _, e := range p.Events {
