@@ -19,9 +19,13 @@ import (
 )
 
 // reapAfter is how long kwok may take to remove a deleted simulated pod
-// (its Stages remove one at once, or when its grace period ends) before
-// the Reaper does it.
+// past its Stages' time (kubeletStop, or the end of its grace period)
+// before the Reaper does it.
 const reapAfter = 2 * time.Second
+
+// kubeletStop is the longest the Stages take to stop and remove a deleted
+// pod as a kubelet does (pod-stopped, then pod-delete-stopped).
+const kubeletStop = 2100 * time.Millisecond
 
 // Reaper removes the simulated pods kwok missed: a deleted pod that
 // outlives its Stage (pod-delete, pod-delete-after-grace) by reapAfter is
@@ -115,12 +119,12 @@ func (r *Reaper) onSimulatedNode(ctx context.Context, p *corev1.Pod) bool {
 }
 
 // reapTime is when a deleted simulated pod is overdue: reapAfter past the
-// moment kwok's Stage removes it (the deletion itself, or the end of the
-// grace period for a pod that ignores SIGTERM).
+// moment kwok's Stages remove it (kubeletStop after the deletion, or the
+// end of the grace period for a pod that ignores SIGTERM).
 func reapTime(p *corev1.Pod) time.Time {
 	gone := p.DeletionTimestamp.Time
 	if _, graceful := p.Annotations[GracefulStopAnnotation]; !graceful && p.DeletionGracePeriodSeconds != nil {
-		gone = gone.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
+		gone = gone.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second).Add(kubeletStop)
 	}
 	return gone.Add(reapAfter)
 }

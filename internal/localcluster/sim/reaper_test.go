@@ -10,7 +10,7 @@ import (
 )
 
 // A deleted simulated pod is overdue reapAfter past when kwok's Stage
-// removes it: at its deletion, or at the end of its grace period when it
+// removes it: kubeletStop after its deletion, or at the end of its grace period when it
 // ignores SIGTERM. Only a bound pod not yet removed is looked at.
 func TestReapTime(t *testing.T) {
 	deleted := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC) // the request
@@ -27,7 +27,7 @@ func TestReapTime(t *testing.T) {
 		reapable bool
 		at       time.Time
 	}{
-		{"removed at once", pod(30, "n", nil), true, deleted.Add(reapAfter)},
+		{"stopped as a kubelet stops it", pod(30, "n", nil), true, deleted.Add(kubeletStop + reapAfter)},
 		{"ignores SIGTERM", pod(30, "n", map[string]string{GracefulStopAnnotation: "true"}), true, deleted.Add(30*time.Second + reapAfter)},
 		{"never bound", pod(30, "", nil), false, time.Time{}},
 		{"removed, waits for finalizers", pod(0, "n", nil), false, time.Time{}},
