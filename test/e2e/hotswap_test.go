@@ -214,10 +214,13 @@ func TestPlannedMaintenance(t *testing.T) {
 			t.Errorf("nodepool maintenance output lacks %q:\n%s", want, out)
 		}
 	}
-	// The move came first: attempt 1 already runs, none of it on the pool.
-	if pools := runningPoolsAt(t, c, "multislice-job", 1); len(pools) != 4 || pools[pool] {
-		t.Errorf("attempt 1 runs on %v when the maintenance starts, want 4 pools without %s", pools, pool)
-	}
+	// The move came first: no pod was left on the pool when the
+	// maintenance started (the command waits for that); attempt 1 then
+	// runs on 4 pools, none of them the pool.
+	framework.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		pools := runningPoolsAt(t, c, "multislice-job", 1)
+		return len(pools) == 4 && !pools[pool], fmt.Sprintf("attempt 1 runs on %v, want 4 pools without %s", pools, pool)
+	})
 
 	// Now no pool is free (the spare took slice 1) and nothing ranks lower.
 	other := poolOfSlice(t, ctx, c, 2)

@@ -37,7 +37,9 @@ func TestPathways(t *testing.T) {
 	framework.RequireE2E(t)
 	kubectl := requireKubectl(t)
 	root, _ := filepath.Abs("../..")
-	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-pathways.yaml"))
+	// Repairs wait: a failed slice moves to the spare pool, not back onto
+	// its own pool repaired while the old pods stop.
+	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-pathways.yaml"), "--repair-delay=10m")
 
 	// xpk's own rendering for v4-16 x 2, Pathways' images and all.
 	tmpl := template.Must(template.ParseFiles(filepath.Join(root, "test/testdata/xpk/pathways.yaml.tmpl")))

@@ -213,6 +213,11 @@ func TestDynamicSlicingUnderKueue(t *testing.T) {
 	})
 	dynamicRunning(t, c, "dyn", -1, 64)
 	t.Logf("through Kueue: one host failed -> 64/64 Running on new Slices after %.1fs", time.Since(began).Seconds())
+	// The simulated cloud repairs the failed cube (every host recreated)
+	// 20 s after the fault; a JobSet Kueue places on it before that loses
+	// its hosts to the repair. Wait for it, so what follows is decided on a
+	// whole fleet.
+	waitCubeRepaired(t, c, failed, began)
 	// Kueue's record of the eviction: the check's Retry, or Kueue's own
 	// topology-aware node-failure handling when it sees the NotReady
 	// host first (one hop against the check's two: node, Slice, check).
@@ -330,4 +335,23 @@ func adjacent(t *testing.T, c *framework.Cluster, cubes []string) bool {
 		d += max(pos[0][a]-pos[1][a], pos[1][a]-pos[0][a])
 	}
 	return d == 1
+}
+
+// waitCubeRepaired waits until the simulated cloud has recreated every
+// host of the cube (node pool) after since, and they are Ready.
+func waitCubeRepaired(t *testing.T, c *framework.Cluster, cube string, since time.Time) {
+	t.Helper()
+	framework.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
+		nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: gke.NodePoolLabel + "=" + cube})
+		if err != nil {
+			return false, err.Error()
+		}
+		var old []string
+		for _, n := range nodes.Items {
+			if n.CreationTimestamp.Time.Before(since.Truncate(time.Second)) || !ready(n) {
+				old = append(old, n.Name)
+			}
+		}
+		return len(nodes.Items) > 0 && len(old) == 0, fmt.Sprintf("cube %s: %d hosts, not yet recreated and Ready: %v", cube, len(nodes.Items), old)
+	})
 }
