@@ -81,7 +81,7 @@ test-unit:
 	go test $(GOTEST_FLAGS) $$(go list ./... | grep -v /test/)
 
 test-e2e:
-	MULTISLICE_E2E=1 MULTISLICE_BIN_DIR=$(BIN) go test $(GOTEST_FLAGS) -p 1 -timeout 40m ./test/...
+	MULTISLICE_E2E=1 MULTISLICE_BIN_DIR=$(BIN) go test $(GOTEST_FLAGS) -p 1 -timeout 60m ./test/...
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'run gofmt -w on the files above'; exit 1; }
