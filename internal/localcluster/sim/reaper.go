@@ -28,7 +28,7 @@ const reapAfter = 2 * time.Second
 const kubeletStop = 2100 * time.Millisecond
 
 // Reaper removes the simulated pods kwok missed: a deleted pod that
-// outlives its Stage (pod-delete, pod-delete-after-grace) by reapAfter is
+// outlives its Stages (pod-delete-stopped, pod-delete-after-grace) by reapAfter is
 // deleted with no grace period, as its kubelet would once its containers
 // stopped. kwok acts on a pod only on an event, and drops it when the
 // event arrives before kwok holds the pod's node (a kwok restarted after
