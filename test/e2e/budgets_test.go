@@ -24,6 +24,7 @@ import (
 // message naming it, while the JobSet's own maxRestarts (10) is far off.
 func TestRestartBudgets(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t, "--feature-gates=RestartBudgets=true", "--repair-delay=5s")
 	ctx := context.Background()
 	js := seedCopy(t, "multislice-job", "")

@@ -30,6 +30,7 @@ import (
 // rebuilt from the cluster (the Jobs' pins), not from the dead process.
 func TestManagerKilledMidRestart(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	js := seedCopy(t, "crash", "")
@@ -188,6 +189,7 @@ func killManager(t *testing.T, c *framework.Cluster) {
 // API server refuses says why and does not keep its pools from the next one.
 func TestRefusedJobSetReleasesItsPools(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	bad := seedCopy(t, "bad", "")
@@ -229,6 +231,7 @@ func condition(js *api.JobSet, typ string) *metav1.Condition {
 // JobSet behind it runs.
 func TestPodsRefusedReleasesItsPools(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	typo := seedCopy(t, "typo", "")

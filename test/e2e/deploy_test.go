@@ -14,6 +14,7 @@ import (
 // upstream JobSet: the CRD is too large for the client-side annotation.
 func TestDeployManifests(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	kubectl := requireKubectl(t)
 	c, _ := framework.StartCluster(t, "--no-manager")
 	file := installYAML(t)

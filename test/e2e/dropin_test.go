@@ -24,6 +24,7 @@ import (
 // twice, an elastic scale-up, and a RestartJob that restarts one Job.
 func TestDropIn(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl is not installed")

@@ -26,6 +26,7 @@ var exampleUp = []string{"--feature-gates=InPlaceRestart=true"}
 // before the next one (they share the seed's group).
 func TestExamples(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	kubectl := requireKubectl(t)
 	root, _ := filepath.Abs("../..")
 	examples := []struct {

@@ -27,6 +27,7 @@ import (
 // runs whole once the host is back.
 func TestGangPerSlice(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t, "--feature-gates=JobSetWorkloadAwareSchedulingAPI=true")
 	ctx := context.Background()
 	perSlice := &api.JobSetScheduling{ReplicatedJobs: []api.ReplicatedJobScheduling{{TargetReplicatedJobs: []string{"slice"}, Job: &api.JobScheduling{}}}}

@@ -26,6 +26,7 @@ import (
 // again once capacity returns and the cloud repairs the broken pool.
 func TestHotSwap(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 3}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile, "--repair-delay=2s")
 	lowPool := lowAndHigh(t, c, nil)
@@ -170,6 +171,7 @@ func pinnedJobs(t *testing.T, c *framework.Cluster, jobset string) []string {
 // released; it requeues, and runs again once capacity returns.
 func TestHotSwapUnderKueue(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 3}")
 	// A long pods-ready timeout: any eviction seen is the hot-swap's.
 	c, _ := framework.StartCluster(t, "--kueue", "--fleet", fleetFile, "--repair-delay=2s", "--kueue-pods-ready-timeout=10m")
@@ -200,6 +202,7 @@ func TestHotSwapUnderKueue(t *testing.T) {
 // blocks it, starts nothing, and --force starts it anyway.
 func TestPlannedMaintenance(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t, "--repair-delay=10m")
 	ctx := context.Background()
 	js := seedCopy(t, "multislice-job", "")

@@ -34,8 +34,8 @@ import (
 // JobSet without the agent says so and falls back to recreating.
 func TestInPlaceRestart(t *testing.T) {
 	framework.RequireE2E(t)
-	t.Setenv("MULTISLICE_MANAGER_ARGS", "--in-place-restart-timeout=5s")
-	c, _ := framework.StartCluster(t, "--feature-gates=InPlaceRestart=true")
+	t.Parallel()
+	c, _ := framework.StartClusterWithEnv(t, []string{"MULTISLICE_MANAGER_ARGS=--in-place-restart-timeout=5s"}, "--feature-gates=InPlaceRestart=true")
 	ctx := context.Background()
 	t.Cleanup(func() {
 		if t.Failed() {

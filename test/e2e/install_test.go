@@ -39,6 +39,7 @@ import (
 // A forbidden request in either manager's log fails the test.
 func TestInstalledAsShipped(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	kubectl := requireKubectl(t)
 	c, _ := framework.StartCluster(t, "--no-manager", "--repair-delay=12s")
 	ctx := context.Background()

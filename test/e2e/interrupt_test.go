@@ -20,6 +20,7 @@ import (
 // non-zero within seconds; nothing of the half-built cluster is left running.
 func TestUpInterrupted(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	steps := []string{"starting etcd", "starting kube-apiserver", "installing the JobSet CRD", "starting kube-controller-manager",
 		"starting kwok", "starting multislice-manager", "creating the fleet", "starting cloud-repair", "starting sim-agents"}
 	for i, step := range steps {
@@ -108,6 +109,7 @@ func alive(pid int) bool {
 // anything starts, naming the field and the fix, with a non-zero exit.
 func TestUpRefusesBadInput(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	dir := t.TempDir()
 	fleet := func(name, body string) string {
 		path := filepath.Join(dir, name)

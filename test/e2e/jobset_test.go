@@ -23,6 +23,7 @@ import (
 // deleted, and Failed/ReachedMaxRestarts after four more failures.
 func TestSeedJobSet(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	cl := c.Objects

@@ -45,6 +45,7 @@ var (
 // and a second cluster dispatches to this one through MultiKueue.
 func TestKueue(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	// The seed's fleet, with room for a second group's four pools.
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	if err := os.WriteFile(fleet, []byte(`apiVersion: multislice.dev/v1alpha1

@@ -26,6 +26,7 @@ import (
 // suspended JobSet whose Workload still holds quota.
 func TestKueueRestarts(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t, "--kueue", "--kueue-pods-ready-timeout=20s", "--kueue-pods-ready-recovery-timeout=2s")
 	c.MustRun("kueue", "init")
 	ctx := context.Background()

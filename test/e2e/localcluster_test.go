@@ -29,6 +29,7 @@ import (
 // nothing behind.
 func TestLocalCluster(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	began := time.Now()
 	c, upOut := framework.StartCluster(t)
 	t.Logf("multislice up (default fleet) took %s", time.Since(began).Round(10*time.Millisecond))

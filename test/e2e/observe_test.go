@@ -25,6 +25,7 @@ import (
 // $MULTISLICE_ARTIFACTS (default _artifacts/ at the repository root).
 func TestLogsAndDashboard(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("chromium is missing: run hack/install-chromium.sh (make test does)")

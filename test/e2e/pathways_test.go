@@ -35,6 +35,7 @@ var pathwaysExamples = []string{"examples/fleet-pathways.yaml", "examples/pathwa
 // --dry-run -o yaml | kubectl apply -f -`, and the example file.
 func TestPathways(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	kubectl := requireKubectl(t)
 	root, _ := filepath.Abs("../..")
 	// Repairs wait: a failed slice moves to the spare pool, not back onto

@@ -47,6 +47,7 @@ func seedCopy(t *testing.T, name, run string) *api.JobSet {
 // goes, the second runs. Ten rounds, never a partial placement.
 func TestSeedDeadlockAvoided(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	cl := c.Objects
 	ctx := context.Background()
@@ -113,6 +114,7 @@ func TestSeedDeadlockAvoided(t *testing.T) {
 // the JobSets that do not fit wait, and all complete.
 func TestEightJobSetsOnFourGroups(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	fleetFile := framework.FleetFile(t, "{name: g1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g2, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g3, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}", "{name: g4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile)
 	cl := c.Objects
@@ -214,6 +216,7 @@ func jobsetPods(t *testing.T, c *framework.Cluster, jobset string) []corev1.Pod 
 // it runs, and never on the pool still busy.
 func TestPlacementSeesOtherWorkloads(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	for _, pool := range []string{"multislice-group-1-np-0", "multislice-group-1-np-1"} {
@@ -269,6 +272,7 @@ func TestPlacementSeesOtherWorkloads(t *testing.T) {
 // JobSet runs on team-b's two pools, not across the groups.
 func TestRenamedGroupLabels(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	const group, size = "example.com/slice-group", "example.com/slice-group-size"
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
 	err := os.WriteFile(fleet, []byte(`apiVersion: multislice.dev/v1alpha1

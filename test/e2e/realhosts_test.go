@@ -45,7 +45,9 @@ var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobse
 // logs; a TPU JobSet on the real slices restarts with new containers; the
 // seed runs on its simulated pools and restarts after each leader's pod is
 // deleted; a real training job resumes from its checkpoint through every
-// fault (trainer_test.go). `down` leaves nothing behind.
+// fault (trainer_test.go). `down` leaves nothing behind. It is the one test
+// that does not run beside others (every other one calls t.Parallel): it
+// reads the machine's sysctls and iptables rules before and after.
 func TestRealHosts(t *testing.T) {
 	framework.RequireE2E(t)
 	if os.Geteuid() != 0 {

@@ -21,6 +21,7 @@ import (
 // restart attempt, on healthy pools only.
 func TestAutoRepair(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	// The repair comes after the 10 s NotReady grace, so each fault is
 	// detected by the manager, not by the repair tearing the slice down.
 	c, _ := framework.StartCluster(t, "--repair-delay=12s")
@@ -75,6 +76,7 @@ func TestAutoRepair(t *testing.T) {
 // capacity returns, the slice is recreated and the JobSet runs again.
 func TestRepairWaitsForCapacity(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	fleetFile := framework.FleetFile(t, "{name: multislice-group-1, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 4}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile, "--repair-delay=2s")
 	cl := c.Objects
@@ -143,6 +145,7 @@ func poolOf(t *testing.T, c *framework.Cluster, job string) string {
 // restart-grace-period-seconds knob removes the wait.
 func TestRestartGrace(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	cl := c.Objects
 	ctx := context.Background()
@@ -181,6 +184,7 @@ func TestRestartGrace(t *testing.T) {
 // included: the JobSet fails and nothing of it keeps its pools.
 func TestFailedSliceStopsItsPods(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	// No repair during the test: the maintenance must not end the pods.
 	c, _ := framework.StartCluster(t, "--repair-delay=10m")
 	cl := c.Objects

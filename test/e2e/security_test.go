@@ -28,6 +28,7 @@ import (
 // and kwok hold only their own permissions, not cluster-admin.
 func TestLockedDown(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	etcdPorts := c.Process("etcd").Ports
 	if len(etcdPorts) == 0 {
@@ -79,6 +80,7 @@ func TestLockedDown(t *testing.T) {
 // JobSet is back to 8 pods Running at the next attempt soon after.
 func TestControlPlaneOutage(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	js := seedCopy(t, "outage", "")

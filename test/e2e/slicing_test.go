@@ -39,6 +39,7 @@ var dynamicExamples = []string{"examples/fleet-dynamic.yaml", "examples/super-sl
 // sub-slicing JobSet (2 x 2x2x4) then shares the block, never a host.
 func TestDynamicSlicing(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	kubectl := requireKubectl(t)
 	root, _ := filepath.Abs("../..")
 	c, _ := framework.StartCluster(t, "--fleet", filepath.Join(root, "examples/fleet-dynamic.yaml"))
@@ -153,6 +154,7 @@ func TestDynamicSlicing(t *testing.T) {
 // sub-slicing JobSet, queued too, then shares the block, never a host.
 func TestDynamicSlicingUnderKueue(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	kubectl := requireKubectl(t)
 	root, _ := filepath.Abs("../..")
 	c, _ := framework.StartCluster(t, "--kueue", "--fleet", filepath.Join(root, "examples/fleet-dynamic.yaml"))

@@ -30,6 +30,7 @@ import (
 // does not land on its pools; the next failure is handled by ours.
 func TestTakeOverFromUpstream(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	kubectl := requireKubectl(t)
 	c, _ := framework.StartCluster(t, "--no-manager")
 	ctx := context.Background()

@@ -45,6 +45,7 @@ func resolve(p corev1.Pod, c corev1.Container, name string) (string, bool) {
 // touched and is created even while the manager is down.
 func TestTPUEnvironment(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	cl := c.Objects

@@ -23,6 +23,7 @@ import (
 // `status NAME` shows slices x workers; `workload list|delete` work.
 func TestWorkloadShapes(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	fleetFile := framework.FleetFile(t, "{name: v4, accelerator: tpu-v4-podslice, topology: 2x2x2, slices: 2}", "{name: v5e, accelerator: tpu-v5-lite-podslice, topology: 4x4, slices: 2}", "{name: v5p, accelerator: tpu-v5p-slice, topology: 2x2x4, slices: 2}", "{name: v6e, accelerator: tpu-v6e-slice, topology: 4x4, slices: 2}")
 	c, _ := framework.StartCluster(t, "--fleet", fleetFile)
 	cl := c.Objects
@@ -105,6 +106,7 @@ func TestWorkloadShapes(t *testing.T) {
 // xpk's workloads do.
 func TestWorkloadFailureSemantics(t *testing.T) {
 	framework.RequireE2E(t)
+	t.Parallel()
 	c, _ := framework.StartCluster(t)
 	ctx := context.Background()
 	c.MustRun("workload", "create", "--workload=sem", "--tpu-type=v4-16", "--num-slices=2", "--command=python train.py", "--max-restarts=5")

@@ -112,8 +112,16 @@ func run(bin, home string, env []string, args ...string) (string, error) {
 // --fleet, are passed on) and registers `down` as cleanup.
 func StartCluster(t testing.TB, args ...string) (*Cluster, string) {
 	t.Helper()
+	return StartClusterWithEnv(t, nil, args...)
+}
+
+// StartClusterWithEnv is StartCluster with env added to every multislice
+// invocation (e.g. MULTISLICE_MANAGER_ARGS=...): a test that runs beside
+// others cannot set the process's own environment.
+func StartClusterWithEnv(t testing.TB, env []string, args ...string) (*Cluster, string) {
+	t.Helper()
 	home := t.TempDir()
-	c := &Cluster{Home: home, Bin: BinDir(t), t: t}
+	c := &Cluster{Home: home, Bin: BinDir(t), Env: env, t: t}
 	t.Cleanup(func() {
 		if out, err := c.Run("down"); err != nil {
 			t.Errorf("multislice down: %v\n%s", err, out)
