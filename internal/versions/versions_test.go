@@ -9,18 +9,19 @@ import (
 // The tools modules pin the same versions as versions.env, so that the
 // cached binaries are named after what they really are.
 func TestToolsModulesAgree(t *testing.T) {
-	cases := map[string]string{
-		"../../tools/controlplane/go.mod": "k8s.io/kubernetes " + Kubernetes,
-		"../../tools/etcd/go.mod":         "go.etcd.io/etcd/server/v3 " + Etcd,
-		"../../tools/coredns/go.mod":      "github.com/coredns/coredns " + CoreDNS,
+	cases := []struct{ path, want string }{
+		{"../../tools/controlplane/go.mod", "k8s.io/kubernetes " + Kubernetes},
+		{"../../tools/controlplane/go.mod", "sigs.k8s.io/kwok " + Kwok},
+		{"../../tools/etcd/go.mod", "go.etcd.io/etcd/server/v3 " + Etcd},
+		{"../../tools/coredns/go.mod", "github.com/coredns/coredns " + CoreDNS},
 	}
-	for path, want := range cases {
-		data, err := os.ReadFile(path)
+	for _, c := range cases {
+		data, err := os.ReadFile(c.path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(data), want) {
-			t.Errorf("%s does not require %q: update it or versions.env", path, want)
+		if !strings.Contains(string(data), c.want) {
+			t.Errorf("%s does not require %q: update it or versions.env", c.path, c.want)
 		}
 	}
 	minor := strings.Split(Kubernetes, ".")[1]
