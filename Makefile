@@ -7,7 +7,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './tools/*' -not -path './b
 # Everything is compiled with CGO off, as the static multislice binary is, so that vet, the tests
 # and the control plane (hack/build-controlplane.sh) reuse one compilation of the packages they share.
 export CGO_ENABLED := 0
-# Where a test cluster's processes may run; CI has two cores, so e2e packages run one at a time.
+# go test's flags for test-unit and test-e2e (-count=1: a result is never taken from the cache).
 GOTEST_FLAGS ?= -count=1
 
 CONTROLLER_TOOLS_VERSION := $(shell sed -n 's/^CONTROLLER_TOOLS_VERSION=//p' internal/versions/versions.env)
