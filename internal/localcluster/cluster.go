@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -270,6 +271,20 @@ func httpOK(url string, tlsCfg *tls.Config) func(context.Context) (bool, error) 
 		if resp.StatusCode != http.StatusOK {
 			return false, fmt.Errorf("%s: %s", url, resp.Status)
 		}
+		return true, nil
+	}
+}
+
+// unixListening reports whether something accepts connections on the unix
+// socket at path.
+func unixListening(path string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "unix", path)
+		if err != nil {
+			return false, err
+		}
+		conn.Close()
 		return true, nil
 	}
 }

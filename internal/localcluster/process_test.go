@@ -1,6 +1,8 @@
 package localcluster
 
 import (
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -54,4 +56,20 @@ func TestHelperStayUp(t *testing.T) {
 		t.Skip("a helper process")
 	}
 	time.Sleep(time.Minute)
+}
+
+func TestUnixListening(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runtime.sock")
+	ready := unixListening(path)
+	if ok, err := ready(context.Background()); ok || err == nil {
+		t.Fatalf("no socket yet: got %v, %v; want false and an error", ok, err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if ok, err := ready(context.Background()); !ok || err != nil {
+		t.Fatalf("listening: got %v, %v; want true", ok, err)
+	}
 }

@@ -151,7 +151,7 @@ func (r *Running) startRealHosts(ctx context.Context, o UpOptions) error {
 	}
 	tools := realhost.Tools{Kubelet: o.Binaries.Kubelet(), Containerd: o.Binaries.Containerd(), Shim: o.Binaries.Shim(), Runc: Runc, CNIBin: o.Binaries.CNIBin()}
 	for _, h := range hosts {
-		if err := r.startHost(c, tools, h); err != nil {
+		if err := r.startHost(ctx, c, tools, h); err != nil {
 			return fmt.Errorf("real host %s: %w", h.Name, err)
 		}
 	}
@@ -255,7 +255,7 @@ func (r *Running) waitServices(ctx context.Context) error {
 
 // startHost writes one host's configuration and starts its containerd and
 // kubelet.
-func (r *Running) startHost(c realhost.Cluster, t realhost.Tools, h realhost.Host) error {
+func (r *Running) startHost(ctx context.Context, c realhost.Cluster, t realhost.Tools, h realhost.Host) error {
 	for _, dir := range []string{h.Dir, h.Run, h.CNIConfDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -290,6 +290,11 @@ func (r *Running) startHost(c realhost.Cluster, t realhost.Tools, h realhost.Hos
 	}
 	if err := r.launchEnv(ContainerdName(h.Name), t.Containerd, []string{"--config", h.ContainerdConfig()},
 		[]string{"PATH=" + h.Run + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}); err != nil {
+		return err
+	}
+	// The kubelet checks the runtime once as it starts and exits if the
+	// socket is not there yet, which a loaded machine makes likely.
+	if err := r.WaitFor(ctx, ContainerdName(h.Name), 60*time.Second, unixListening(h.ContainerdSocket())); err != nil {
 		return err
 	}
 	began := time.Now()
