@@ -133,18 +133,6 @@ func PodAttempt(annotations map[string]string) *int32 {
 	return ptr.To(int32(n))
 }
 
-// RestartingAll: the kubelet is restarting every container of the pod in
-// place (a RestartAllContainers rule acted: its first write, before the
-// containers are removed and started again).
-func RestartingAll(st *corev1.PodStatus) bool {
-	for _, c := range st.Conditions {
-		if c.Type == corev1.AllContainersRestarting {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // MaxRestartCount is the highest restartCount of a pod's containers.
 func MaxRestartCount(st *corev1.PodStatus) int32 {
 	var n int32

@@ -165,15 +165,8 @@ func SlimPod(obj any) (any, error) {
 	if n := agent.MaxRestartCount(&p.Status); n > 0 {
 		slim.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: n}}
 	}
-	if agent.RestartingAll(&p.Status) {
-		slim.Status.Conditions = restartingAll
-	}
 	return slim, nil
 }
-
-// restartingAll is a slim pod's only condition, shared: cached objects are
-// read-only.
-var restartingAll = []corev1.PodCondition{{Type: corev1.AllContainersRestarting, Status: corev1.ConditionTrue}}
 
 // tpuContainers is what a slim pod keeps of its containers: nothing if
 // none asks for TPU chips, else one container named "tpu" asking for the

@@ -135,9 +135,7 @@ var (
 		// deletionTimestamp, labels, annotations
 		1: {1: nil, 3: nil, 5: nil, 6: nil, 9: nil, 11: nil, 12: nil},
 		2: {2: containerWire, 10: nil, 20: containerWire}, // spec: containers, nodeName, initContainers
-		// status: phase, conditions (type, status), containerStatuses,
-		// initContainerStatuses
-		3: {1: nil, 2: {1: nil, 2: nil}, 8: nil, 10: nil},
+		3: {1: nil, 8: nil, 10: nil},                      // status: phase, containerStatuses, initContainerStatuses
 	}
 )
 

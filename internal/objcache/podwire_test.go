@@ -41,14 +41,6 @@ func randomPod(f *randfill.Filler) *corev1.Pod {
 		f.Fill(&value)
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, k, value)
 	}
-	// The condition SlimPod keeps, which random types miss.
-	var restarting bool
-	f.Fill(&restarting)
-	status := corev1.ConditionFalse
-	if restarting {
-		status = corev1.ConditionTrue
-	}
-	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.AllContainersRestarting, Status: status})
 	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "tpu-last"})
 	last := &p.Spec.Containers[len(p.Spec.Containers)-1]
 	last.Resources.Requests = corev1.ResourceList{"google.com/tpu": resource.MustParse("4")}

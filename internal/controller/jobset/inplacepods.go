@@ -49,18 +49,17 @@ type podFacts struct {
 
 func factsOf(p *corev1.Pod) podFacts {
 	return podFacts{
-		InPlacePod: policy.InPlacePod{Name: p.Name, Attempt: agent.PodAttempt(p.Annotations),
-			Restarts: agent.MaxRestartCount(&p.Status), RestartingAll: agent.RestartingAll(&p.Status)},
-		attempt: p.Labels[api.RestartsKey],
-		counts:  p.DeletionTimestamp == nil && agentStarted(p),
+		InPlacePod: policy.InPlacePod{Name: p.Name, Attempt: agent.PodAttempt(p.Annotations), Restarts: agent.MaxRestartCount(&p.Status)},
+		attempt:    p.Labels[api.RestartsKey],
+		counts:     p.DeletionTimestamp == nil && agentStarted(p),
 	}
 }
 
 // progressed: b moves an in-place restart along from a: an agent wrote an
-// attempt, or the pod's containers are restarting or restarted. A pod that
-// starts or goes moves its Job's status too, which brings the reconcile.
+// attempt or a container restarted. A pod that starts or goes moves its
+// Job's status too, which brings the reconcile.
 func progressed(a, b podFacts) bool {
-	return a.Restarts != b.Restarts || a.RestartingAll != b.RestartingAll || !ptr.Equal(a.Attempt, b.Attempt)
+	return a.Restarts != b.Restarts || !ptr.Equal(a.Attempt, b.Attempt)
 }
 
 func same(a, b podFacts) bool {

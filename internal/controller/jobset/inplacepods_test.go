@@ -33,9 +33,6 @@ func atAttempt(n string) func(*corev1.Pod) {
 func TestInPlacePods(t *testing.T) {
 	js := types.NamespacedName{Namespace: "ns", Name: "js"}
 	restarted := func(p *corev1.Pod) { p.Status.ContainerStatuses[0].RestartCount = 1 }
-	restartingAll := func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.AllContainersRestarting, Status: corev1.ConditionTrue}}
-	}
 	for _, tc := range []struct {
 		name  string
 		steps []func(*inPlacePods) (types.NamespacedName, bool)
@@ -52,9 +49,6 @@ func TestInPlacePods(t *testing.T) {
 		{"a container restart moves it",
 			steps(set(inPlacePod("a", atAttempt("1"))), set(inPlacePod("a", atAttempt("1"), restarted))), true,
 			[]policy.InPlacePod{{Name: "a", Attempt: ptr.To[int32](1), Restarts: 1}}},
-		{"the kubelet restarting every container moves it",
-			steps(set(inPlacePod("a", atAttempt("1"))), set(inPlacePod("a", atAttempt("1"), restartingAll))), true,
-			[]policy.InPlacePod{{Name: "a", Attempt: ptr.To[int32](1), RestartingAll: true}}},
 		{"a heartbeat of the same facts does not",
 			steps(set(inPlacePod("a", atAttempt("1"))), set(inPlacePod("a", atAttempt("1")))), false, []policy.InPlacePod{{Name: "a", Attempt: ptr.To[int32](1)}}},
 		{"sorted by name; pods going, not started or of another recreate attempt left out",

@@ -26,9 +26,6 @@ type InPlacePod struct {
 	Attempt *int32
 	// Restarts is the highest restartCount among the pod's containers.
 	Restarts int32
-	// RestartingAll: the kubelet is restarting every container of the pod
-	// in place (the condition AllContainersRestarting True).
-	RestartingAll bool
 }
 
 func InPlace(js *api.JobSet) bool {
@@ -92,10 +89,7 @@ func restartInPlace(o Observed, c children, e *statusEditor, p *Plan) bool {
 //     previous, so agents still in one restart their pods in place;
 //   - an attempt or a container restart count beyond maxRestarts fails it.
 //
-// Ahead of upstream, a pod of the current attempt whose containers the
-// kubelet is restarting (a worker failed) makes that attempt previous at
-// once, where upstream waits for the pod's new agent to join the next one;
-// and it never waits without a condition that says for what
+// Ahead of upstream, it never waits without a condition that says for what
 // (InPlaceRestarting), and a missing or broken agent falls back to
 // recreating every Job instead of hanging: when running pods lag behind the
 // highest attempt and nothing has moved for timeout, or when no agent ever
@@ -126,20 +120,7 @@ func decideInPlace(js *api.JobSet, pods []InPlacePod, timeout time.Duration, e *
 		e.fail(api.ReachedMaxRestartsReason, api.ReachedMaxRestartsMessage)
 		return true
 	}
-	if cur := st.CurrentInPlaceRestartAttempt; cur != nil && highest == *cur && restartingAt(pods, *cur) &&
-		(st.PreviousInPlaceRestartAttempt == nil || *st.PreviousInPlaceRestartAttempt < *cur) {
-		// A worker of the current attempt failed: its pod's new agent will
-		// join the next attempt, which makes this one previous. Said at the
-		// kubelet's first write, the other pods restart without waiting for
-		// that pod's containers and agent to start again.
-		st.PreviousInPlaceRestartAttempt = ptr.To(*cur)
-		e.changed = true
-	}
-	target := highest // the attempt the pods are joining
-	if prev := st.PreviousInPlaceRestartAttempt; prev != nil && *prev >= highest {
-		target = *prev + 1
-	}
-	if target == highest && len(attempts) == expected && slices.Min(attempts) == highest {
+	if len(attempts) == expected && slices.Min(attempts) == highest {
 		if st.CurrentInPlaceRestartAttempt == nil || *st.CurrentInPlaceRestartAttempt != highest {
 			st.CurrentInPlaceRestartAttempt = ptr.To(highest)
 			e.changed = true
@@ -150,30 +131,20 @@ func decideInPlace(js *api.JobSet, pods []InPlacePod, timeout time.Duration, e *
 		}
 		return false
 	}
-	if target == 0 {
+	if highest == 0 {
 		return false // first start: agents are still coming up
 	}
-	if prev := target - 1; st.PreviousInPlaceRestartAttempt == nil || *st.PreviousInPlaceRestartAttempt < prev {
+	if prev := highest - 1; st.PreviousInPlaceRestartAttempt == nil || *st.PreviousInPlaceRestartAttempt < prev {
 		st.PreviousInPlaceRestartAttempt = ptr.To(prev)
 		e.changed = true
 	}
-	msg, lagging := progress(pods, target, expected)
+	msg, lagging := progress(pods, highest, expected)
 	if waitFor(cond, msg, e) || lagging == 0 || e.now.Sub(cond.LastTransitionTime.Time) < timeout {
 		return false // waiting for capacity is the placement's to report
 	}
 	e.set(api.JobSetInPlaceRestarting, metav1.ConditionFalse, api.AgentTimeoutReason,
 		fmt.Sprintf("%s for %s: the in-place restart agent is missing or stuck there; recreating every Job instead", msg, timeout), corev1.EventTypeWarning)
 	return true
-}
-
-// restartingAt: a pod at attempt n is restarting every container in place.
-func restartingAt(pods []InPlacePod, n int32) bool {
-	for _, p := range pods {
-		if p.RestartingAll && p.Attempt != nil && *p.Attempt == n {
-			return true
-		}
-	}
-	return false
 }
 
 // progress says how far an in-place restart to attempt highest is, and

@@ -27,10 +27,6 @@ func TestDecideInPlace(t *testing.T) {
 		}
 		return out
 	}
-	restarting := func(pods []InPlacePod, i int) []InPlacePod {
-		pods[i].RestartingAll = true
-		return pods
-	}
 	waiting := func(msg string, since time.Duration) []metav1.Condition {
 		return []metav1.Condition{{Type: string(api.JobSetInPlaceRestarting), Status: metav1.ConditionTrue,
 			Reason: api.WaitingForPodsReason, Message: msg, LastTransitionTime: metav1.NewTime(now.Add(-since))}}
@@ -57,27 +53,6 @@ func TestDecideInPlace(t *testing.T) {
 			status:  api.JobSetStatus{CurrentInPlaceRestartAttempt: ptr.To(int32(0))},
 			current: ptr.To(int32(0)), previous: ptr.To(int32(0)),
 			condReason: api.WaitingForPodsReason, condMsg: "attempt 1: 1 of 4 pods in it; 3 running pods not yet (p1, p2, p3)"},
-		{name: "a worker of the current attempt failed: previous at the kubelet's first write", pods: restarting(at(0, 0, 0, 0), 2),
-			status:  api.JobSetStatus{CurrentInPlaceRestartAttempt: ptr.To(int32(0))},
-			current: ptr.To(int32(0)), previous: ptr.To(int32(0)),
-			condReason: api.WaitingForPodsReason, condMsg: "attempt 1: 0 of 4 pods in it; 4 running pods not yet (p0, p1, p2, ... (4 in all))"},
-		{name: "its containers restarted: the pods still join the next attempt", pods: at(0, 0, 0, 0),
-			status:  api.JobSetStatus{CurrentInPlaceRestartAttempt: ptr.To(int32(0)), PreviousInPlaceRestartAttempt: ptr.To(int32(0))},
-			current: ptr.To(int32(0)), previous: ptr.To(int32(0)),
-			condReason: api.WaitingForPodsReason, condMsg: "attempt 1: 0 of 4 pods in it"},
-		{name: "pods joining the next attempt, one already in", pods: at(0, 1, 0, 0),
-			status:  api.JobSetStatus{CurrentInPlaceRestartAttempt: ptr.To(int32(0)), PreviousInPlaceRestartAttempt: ptr.To(int32(0))},
-			current: ptr.To(int32(0)), previous: ptr.To(int32(0)),
-			condReason: api.WaitingForPodsReason, condMsg: "attempt 1: 1 of 4 pods in it"},
-		{name: "no agent joins the next attempt: fall back to recreate", pods: at(0, 0, 0, 0),
-			status: api.JobSetStatus{CurrentInPlaceRestartAttempt: ptr.To(int32(0)), PreviousInPlaceRestartAttempt: ptr.To(int32(0)),
-				Conditions: waiting("attempt 1: 0 of 4 pods in it; 4 running pods not yet (p0, p1, p2, ... (4 in all))", 2*time.Minute)},
-			stop: true, current: ptr.To(int32(0)), previous: ptr.To(int32(0)), condReason: api.AgentTimeoutReason},
-		{name: "pods restarting on the controller's word change nothing", pods: restarting(at(1, 0, 0, 0), 1),
-			status:  api.JobSetStatus{CurrentInPlaceRestartAttempt: ptr.To(int32(0)), PreviousInPlaceRestartAttempt: ptr.To(int32(0))},
-			current: ptr.To(int32(0)), previous: ptr.To(int32(0)),
-			condReason: api.WaitingForPodsReason, condMsg: "attempt 1: 1 of 4 pods in it"},
-		{name: "a pod restarting before the first attempt is current waits for the agents", pods: restarting(at(0, 0, -1, -1), 0)},
 		{name: "all at the next attempt: released together", pods: at(1, 1, 1, 1),
 			status:  api.JobSetStatus{CurrentInPlaceRestartAttempt: ptr.To(int32(0)), PreviousInPlaceRestartAttempt: ptr.To(int32(0))},
 			current: ptr.To(int32(1)), previous: ptr.To(int32(0)), condReason: api.AllPodsRestartedReason},
