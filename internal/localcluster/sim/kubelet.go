@@ -119,18 +119,9 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 	container := r.PathValue("container")
 	q := r.URL.Query()
 	follow, previous, stamps := q.Get("follow") == "true", q.Get("previous") == "true", q.Get("timestamps") == "true"
-	var pod corev1.Pod
-	if err := k.Pods.Get(r.Context(), key, &pod); err != nil {
-		code := http.StatusInternalServerError
-		if apierrors.IsNotFound(err) {
-			code = http.StatusNotFound
-		}
-		http.Error(w, err.Error(), code)
-		return
-	}
-	lines, ended, err := ContainerLog(&pod, container, previous)
+	pod, lines, ended, code, err := k.read(r.Context(), key, container, previous)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		http.Error(w, err.Error(), code)
 		return
 	}
 	if tail, err := strconv.Atoi(q.Get("tailLines")); err == nil && tail >= 0 && tail < len(lines) {
@@ -184,6 +175,38 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		if t != nil || st.RestartCount != incarnation {
 			return
+		}
+	}
+}
+
+// catchUp bounds how long a log request waits for the cache to show a
+// pod or container the API server already shows.
+const catchUp = 5 * time.Second
+
+// read is the container's log as the cache knows it. A real kubelet writes
+// the status a client read before asking, so it never answers "not found"
+// or "waiting to start" for a container the client saw running; a cache
+// can lag the API server, so those answers are given only once it has had
+// catchUp to show the pod started.
+func (k *Kubelet) read(ctx context.Context, key types.NamespacedName, container string, previous bool) (pod corev1.Pod, lines []LogLine, ended bool, code int, err error) {
+	deadline := time.Now().Add(catchUp)
+	for {
+		pod = corev1.Pod{}
+		if err = k.Pods.Get(ctx, key, &pod); err != nil {
+			code = http.StatusInternalServerError
+			if apierrors.IsNotFound(err) {
+				code = http.StatusNotFound
+			}
+		} else if lines, ended, err = ContainerLog(&pod, container, previous); err != nil {
+			code = http.StatusBadRequest
+		}
+		if err == nil || ended || code == http.StatusInternalServerError || time.Now().After(deadline) {
+			return pod, lines, ended, code, err
+		}
+		select {
+		case <-ctx.Done():
+			return pod, lines, ended, code, err
+		case <-time.After(k.Poll):
 		}
 	}
 }
