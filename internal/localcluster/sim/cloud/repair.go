@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -47,13 +48,14 @@ type Repairer struct {
 
 	brokenSince map[string]time.Time
 	waiting     map[string]bool
+	tornDown    map[string]time.Time // pools whose hosts are gone, waiting out kwokForgets
 	records     corelisters.ConfigMapLister
 	nodes       corelisters.NodeLister
 }
 
 // Run repairs until ctx ends.
 func (r *Repairer) Run(ctx context.Context) error {
-	r.brokenSince, r.waiting = map[string]time.Time{}, map[string]bool{}
+	r.brokenSince, r.waiting, r.tornDown = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	if err := r.watch(ctx); err != nil {
 		return err
 	}
@@ -119,6 +121,14 @@ func (r *Repairer) step(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	// A pool deleted mid-repair leaves nothing behind for one of its name.
+	present := map[string]bool{}
+	for _, p := range pools {
+		present[p.Name] = true
+	}
+	gone := func(pool string, _ time.Time) bool { return !present[pool] }
+	maps.DeleteFunc(r.brokenSince, gone)
+	maps.DeleteFunc(r.tornDown, gone)
 	nodes := map[string][]*corev1.Node{}
 	for _, n := range all {
 		nodes[n.Labels[gke.NodePoolLabel]] = append(nodes[n.Labels[gke.NodePoolLabel]], n)
@@ -133,6 +143,7 @@ func (r *Repairer) step(ctx context.Context, now time.Time) error {
 		}
 		if !broken {
 			delete(r.brokenSince, p.Name)
+			delete(r.tornDown, p.Name)
 			continue
 		}
 		since, ok := r.brokenSince[p.Name]
@@ -149,12 +160,24 @@ func (r *Repairer) step(ctx context.Context, now time.Time) error {
 			}
 			continue
 		}
-		if err := r.recreate(ctx, p); err != nil {
+		torn, ok := r.tornDown[p.Name]
+		if !ok {
+			if err := r.tearDown(ctx, p); err != nil {
+				return fmt.Errorf("repair %s: %w", p.Name, err)
+			}
+			r.tornDown[p.Name] = time.Now()
+			continue
+		}
+		if now.Sub(torn) < kwokForgets {
+			continue
+		}
+		if err := r.create(ctx, p); err != nil {
 			return fmt.Errorf("repair %s: %w", p.Name, err)
 		}
 		fmt.Fprintf(r.Log, "%s repaired slice %s: %d hosts recreated after %s\n", now.Format(time.RFC3339), p.Name, p.Nodes, now.Sub(since).Round(time.Second))
 		delete(r.brokenSince, p.Name)
 		delete(r.waiting, p.Name)
+		delete(r.tornDown, p.Name)
 	}
 	return nil
 }
@@ -173,10 +196,20 @@ func (r *Repairer) free(p fleet.Resolved, pools []fleet.Resolved, unavailable ma
 	return r.Cloud.Settings.Quota[p.Accelerator] - unavailable[p.Accelerator] - used
 }
 
-// recreate tears the whole slice down and creates it again, fresh. Pods
+// kwokForgets is how long a repaired pool's hosts stay gone before hosts
+// of the same names are created again. kwok renews a node's lease from a
+// delay queue, every quarter of the lease's 40 s (10.4 s with jitter); a
+// renewal in flight when the node goes is queued again, and is dropped
+// only when it comes due and finds the node unheld. A node of the same
+// name held before that keeps both renewals queued, and kwok v0.8.0's
+// queue, indexed by name, then stalls every lease behind the stale entry:
+// every node went NotReady once, 43-53 s after a repair.
+const kwokForgets = 12 * time.Second
+
+// tearDown removes the whole slice; create makes it again, fresh. Pods
 // bound to the old hosts go with them (the pod garbage collector would
 // remove them, later): a repaired host never resumes an old pod.
-func (r *Repairer) recreate(ctx context.Context, p fleet.Resolved) error {
+func (r *Repairer) tearDown(ctx context.Context, p fleet.Resolved) error {
 	c := r.Cloud
 	for i := 0; i < p.Nodes; i++ {
 		pods, err := c.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + fleet.NodeName(p.Name, i)})
@@ -213,6 +246,11 @@ func (r *Repairer) recreate(ctx context.Context, p fleet.Resolved) error {
 			return err
 		}
 	}
+	return nil
+}
+
+func (r *Repairer) create(ctx context.Context, p fleet.Resolved) error {
+	c := r.Cloud
 	if err := c.createNodes(ctx, []fleet.Resolved{p}); err != nil {
 		return err
 	}
@@ -275,7 +313,7 @@ type RepairFlags struct {
 
 // Bind defines the flags on fl, each writing into f, at their defaults.
 func (f *RepairFlags) Bind(fl *pflag.FlagSet) {
-	fl.DurationVar(&f.Delay, "delay", 10*time.Second, "time from a fault to the slice being recreated")
+	fl.DurationVar(&f.Delay, "delay", 10*time.Second, "time from a fault to the slice being torn down (it is created anew 12 s later)")
 }
 
 // Args is the command line that gives cloud-repair f.
