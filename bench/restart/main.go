@@ -106,8 +106,9 @@ func run(bin string, slices, rounds int, kinds []string, withAudit bool) error {
 		}
 		env = append(env, audit.Env())
 	}
+	// 320 slices are 5,120 hosts, past a fleet's default limit of 5,000.
 	c, err := framework.Up(bin, fmt.Sprintf("apiVersion: multislice.dev/v1alpha1\nkind: Fleet\ngroups:\n"+
-		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\n", slices), env, "--feature-gates=InPlaceRestart=true")
+		"- {name: big, accelerator: tpu-v4-podslice, topology: 4x4x4, slices: %d}\nlimits: {nodes: %d}\n", slices, slices*16), env, "--feature-gates=InPlaceRestart=true")
 	if err != nil {
 		return err
 	}
