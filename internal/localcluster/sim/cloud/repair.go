@@ -46,16 +46,22 @@ type Repairer struct {
 	Delay time.Duration
 	Log   io.Writer
 
-	brokenSince map[string]time.Time
-	waiting     map[string]bool
-	tornDown    map[string]time.Time // pools whose hosts are gone, waiting out kwokForgets
-	records     corelisters.ConfigMapLister
-	nodes       corelisters.NodeLister
+	repairs map[string]*repair // by pool: the broken ones
+	records corelisters.ConfigMapLister
+	nodes   corelisters.NodeLister
+}
+
+// repair is where a broken pool's repair stands (memory only: a restarted
+// repairer finds the pool broken again and starts over).
+type repair struct {
+	since    time.Time // first seen broken
+	waiting  bool      // said that it waits for capacity
+	tornDown time.Time // its hosts are gone (zero: not yet), waiting out RecreateAfter
 }
 
 // Run repairs until ctx ends.
 func (r *Repairer) Run(ctx context.Context) error {
-	r.brokenSince, r.waiting, r.tornDown = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
+	r.repairs = map[string]*repair{}
 	if err := r.watch(ctx); err != nil {
 		return err
 	}
@@ -126,9 +132,7 @@ func (r *Repairer) step(ctx context.Context, now time.Time) error {
 	for _, p := range pools {
 		present[p.Name] = true
 	}
-	gone := func(pool string, _ time.Time) bool { return !present[pool] }
-	maps.DeleteFunc(r.brokenSince, gone)
-	maps.DeleteFunc(r.tornDown, gone)
+	maps.DeleteFunc(r.repairs, func(pool string, _ *repair) bool { return !present[pool] })
 	nodes := map[string][]*corev1.Node{}
 	for _, n := range all {
 		nodes[n.Labels[gke.NodePoolLabel]] = append(nodes[n.Labels[gke.NodePoolLabel]], n)
@@ -142,42 +146,39 @@ func (r *Repairer) step(ctx context.Context, now time.Time) error {
 			broken = broken || n.Labels[FaultLabel] != ""
 		}
 		if !broken {
-			delete(r.brokenSince, p.Name)
-			delete(r.tornDown, p.Name)
+			delete(r.repairs, p.Name)
 			continue
 		}
-		since, ok := r.brokenSince[p.Name]
-		if !ok {
-			since, r.brokenSince[p.Name] = now, now
+		rp := r.repairs[p.Name]
+		if rp == nil {
+			rp = &repair{since: now}
+			r.repairs[p.Name] = rp
 		}
-		if now.Sub(since) < r.Delay {
+		if now.Sub(rp.since) < r.Delay {
 			continue
 		}
 		if free := r.free(p, pools, unavailable); free < p.Nodes {
-			if !r.waiting[p.Name] {
+			if !rp.waiting {
 				fmt.Fprintf(r.Log, "%s repair of %s waits for capacity: needs %d %s hosts, %d available\n", now.Format(time.RFC3339), p.Name, p.Nodes, p.Accelerator, free)
-				r.waiting[p.Name] = true
+				rp.waiting = true
 			}
 			continue
 		}
-		torn, ok := r.tornDown[p.Name]
-		if !ok {
+		if rp.tornDown.IsZero() {
 			if err := r.tearDown(ctx, p); err != nil {
 				return fmt.Errorf("repair %s: %w", p.Name, err)
 			}
-			r.tornDown[p.Name] = time.Now()
+			rp.tornDown = time.Now() // the wait counts from the hosts gone
 			continue
 		}
-		if now.Sub(torn) < kwokForgets {
+		if now.Sub(rp.tornDown) < RecreateAfter {
 			continue
 		}
 		if err := r.create(ctx, p); err != nil {
 			return fmt.Errorf("repair %s: %w", p.Name, err)
 		}
-		fmt.Fprintf(r.Log, "%s repaired slice %s: %d hosts recreated after %s\n", now.Format(time.RFC3339), p.Name, p.Nodes, now.Sub(since).Round(time.Second))
-		delete(r.brokenSince, p.Name)
-		delete(r.waiting, p.Name)
-		delete(r.tornDown, p.Name)
+		fmt.Fprintf(r.Log, "%s repaired slice %s: %d hosts recreated after %s\n", now.Format(time.RFC3339), p.Name, p.Nodes, now.Sub(rp.since).Round(time.Second))
+		delete(r.repairs, p.Name)
 	}
 	return nil
 }
@@ -196,7 +197,7 @@ func (r *Repairer) free(p fleet.Resolved, pools []fleet.Resolved, unavailable ma
 	return r.Cloud.Settings.Quota[p.Accelerator] - unavailable[p.Accelerator] - used
 }
 
-// kwokForgets is how long a repaired pool's hosts stay gone before hosts
+// RecreateAfter is how long a repaired pool's hosts stay gone before hosts
 // of the same names are created again. kwok renews a node's lease from a
 // delay queue, every quarter of the lease's 40 s (10.4 s with jitter); a
 // renewal in flight when the node goes is queued again, and is dropped
@@ -204,7 +205,7 @@ func (r *Repairer) free(p fleet.Resolved, pools []fleet.Resolved, unavailable ma
 // name held before that keeps both renewals queued, and kwok v0.8.0's
 // queue, indexed by name, then stalls every lease behind the stale entry:
 // every node went NotReady once, 43-53 s after a repair.
-const kwokForgets = 12 * time.Second
+const RecreateAfter = 12 * time.Second
 
 // tearDown removes the whole slice; create makes it again, fresh. Pods
 // bound to the old hosts go with them (the pod garbage collector would
@@ -313,7 +314,7 @@ type RepairFlags struct {
 
 // Bind defines the flags on fl, each writing into f, at their defaults.
 func (f *RepairFlags) Bind(fl *pflag.FlagSet) {
-	fl.DurationVar(&f.Delay, "delay", 10*time.Second, "time from a fault to the slice being torn down (it is created anew 12 s later)")
+	fl.DurationVar(&f.Delay, "delay", 10*time.Second, fmt.Sprintf("time from a fault to the slice being torn down (it is created anew %s later)", RecreateAfter))
 }
 
 // Args is the command line that gives cloud-repair f.
