@@ -33,6 +33,9 @@ type StartOptions struct {
 	// RealHosts are the node names of the fleet's real hosts: each gets a
 	// node identity, and their binaries must be built.
 	RealHosts []string
+	// NodeLease is the lease kwok keeps for each simulated node
+	// (sim.NodeLease of the fleet's size; 0: a kubelet's).
+	NodeLease time.Duration
 	// BeforeControllers runs once the API serves, before the controllers
 	// start: CRDs installed here are known to the garbage collector from
 	// its first discovery, so owned objects are collected at once.
@@ -92,7 +95,7 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 	if err := writePKI(h.path("pki"), opts.RealHosts); err != nil {
 		return nil, fmt.Errorf("generate credentials: %w", err)
 	}
-	if err := h.writeConfigs(p); err != nil {
+	if err := h.writeConfigs(p, opts.NodeLease); err != nil {
 		return nil, err
 	}
 	r := &Running{Home: h, progress: opts.Progress, egressPort: p.Egress}

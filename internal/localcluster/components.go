@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -119,9 +120,9 @@ func (h Home) kwokArgs(p ports) []string {
 	}
 }
 
-// writeConfigs writes the kubeconfigs and component config files; it runs
-// after writePKI.
-func (h Home) writeConfigs(p ports) error {
+// writeConfigs writes the kubeconfigs and component config files, kwok's
+// with the simulated nodes' lease (0: a kubelet's); it runs after writePKI.
+func (h Home) writeConfigs(p ports, lease time.Duration) error {
 	server := fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
 	for _, id := range identities {
 		path := h.pki(id.name + ".kubeconfig")
@@ -161,7 +162,14 @@ egressSelections:
 	if err := os.WriteFile(h.path("egress.yaml"), []byte(egress), 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(h.path("kwok.yaml"), sim.Stages, 0o600)
+	if lease == 0 {
+		lease = sim.KubeletLease
+	}
+	kwok, err := sim.KwokConfig(lease)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(h.path("kwok.yaml"), kwok, 0o600)
 }
 
 // writeKubeconfig embeds the credentials, so the file works from anywhere.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/install"
+	"github.com/multislice/multislice/internal/localcluster/sim"
 	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
@@ -76,7 +77,7 @@ func Up(ctx context.Context, o UpOptions) (UpResult, error) {
 		}
 	}
 	r, err := Start(ctx, StartOptions{Home: o.Home, Binaries: o.Binaries, APIServerPort: o.APIServerPort, Progress: o.Progress,
-		RealHosts: RealHostNames(o.Pools),
+		RealHosts: RealHostNames(o.Pools), NodeLease: sim.NodeLease(fleet.HostCount(o.Pools)),
 		BeforeControllers: func(ctx context.Context, r *Running) error {
 			if o.Kueue {
 				if err := r.InstallKueue(ctx, o.Binaries); err != nil {
@@ -149,7 +150,7 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 	if err := r.startRealHosts(ctx, o); err != nil {
 		return err
 	}
-	if err := r.StartRepairer(o.Exe, o.RepairDelay); err != nil {
+	if err := r.StartRepairer(o.Exe, o.RepairDelay, sim.NodeLease(want)); err != nil {
 		return err
 	}
 	if err := r.StartSimAgents(o.Exe); err != nil {

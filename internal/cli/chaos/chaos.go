@@ -32,7 +32,7 @@ func NewCmdChaos(f *cli.Factory) *cobra.Command {
   kill-worker  (real hosts) a worker's processes are SIGKILLed in its container
 The simulated cloud then repairs the slice as GKE does: after the repair delay
 (multislice up --repair-delay) the whole slice is torn down, when capacity
-allows (see chaos capacity), and created anew ` + cloud.RecreateAfter.String() + ` later.`,
+allows (see chaos capacity), and created anew ` + cloud.RecreateAfterText() + `.`,
 	}
 	for _, kind := range []string{cloud.FaultMaintenance, cloud.FaultPreempt, cloud.FaultHost, cloud.FaultDeleteHost, cloud.FaultPod} {
 		cmd.AddCommand(NewCmdFault(f, kind, nil))

@@ -53,6 +53,9 @@ func cloudRepairRun(ctx context.Context, o *CloudRepairOptions) error {
 	if err := cloud.CheckRepairDelay("--delay", delay); err != nil {
 		return err
 	}
+	if o.Flags.NodeLease <= 0 {
+		return fmt.Errorf("--node-lease=%s: want the positive lease of the fleet's nodes (multislice up sets it)", o.Flags.NodeLease)
+	}
 	cfg, err := componentConfig(o.F)
 	if err != nil {
 		return err
@@ -66,7 +69,7 @@ func cloudRepairRun(ctx context.Context, o *CloudRepairOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.F.Out, "repairing broken slices after %s\n", delay)
-	return (&cloud.Repairer{Cloud: c, Delay: delay, Log: o.F.Out}).Run(ctx)
+	return (&cloud.Repairer{Cloud: c, Delay: delay, NodeLease: o.Flags.NodeLease, Log: o.F.Out}).Run(ctx)
 }
 
 // SimAgentsOptions is `multislice sim-agents`' command line.

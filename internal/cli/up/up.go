@@ -70,7 +70,7 @@ a CPU pool, and spare capacity for two more slices. Print it with
 	cmd.Flags().IntVar(&opts.APIServerPort, "apiserver-port", 0, "port of kube-apiserver on 127.0.0.1 (0 picks a free one)")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 3*time.Minute, "give up if the fleet is not Ready by then")
 	cmd.Flags().BoolVar(&opts.PrintDefaultFleet, "print-default-fleet", false, "print the default fleet config and exit")
-	cmd.Flags().DurationVar(&opts.RepairDelay, "repair-delay", 10*time.Second, fmt.Sprintf("time from a fault to the simulated cloud tearing the broken slice down (it is created anew %s later)", cloud.RecreateAfter))
+	cmd.Flags().DurationVar(&opts.RepairDelay, "repair-delay", 10*time.Second, "time from a fault to the simulated cloud tearing the broken slice down (it is created anew "+cloud.RecreateAfterText()+")")
 	cmd.Flags().StringVar(&opts.FeatureGates, "feature-gates", "", "feature gates of the Multislice manager, e.g. RestartJob=true,ElasticJobSet=true (see `multislice manager --help`)")
 	cmd.Flags().BoolVar(&opts.Kueue, "kueue", false, "also run Kueue ("+versions.Kueue+", its JobSet integration on); then `multislice kueue init` makes queues from the fleet")
 	cmd.Flags().DurationVar(&opts.KueuePodsReady, "kueue-pods-ready-timeout", localcluster.KueuePodsReadyTimeout, "with --kueue: a JobSet Kueue admitted whose pods are not all ready by then (e.g. one placement cannot place) is evicted and requeued, giving its quota back (Kueue's waitForPodsReady)")

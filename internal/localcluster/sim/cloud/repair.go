@@ -22,6 +22,7 @@ import (
 
 	"github.com/multislice/multislice/internal/cmdline"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/localcluster/sim"
 	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
 )
 
@@ -44,7 +45,10 @@ func CheckRepairDelay(flag string, d time.Duration) error {
 type Repairer struct {
 	Cloud *Cloud
 	Delay time.Duration
-	Log   io.Writer
+	// NodeLease is the lease kwok keeps for the fleet's nodes (sim.NodeLease),
+	// which sets RecreateAfter.
+	NodeLease time.Duration
+	Log       io.Writer
 
 	repairs map[string]*repair // by pool: the broken ones
 	records corelisters.ConfigMapLister
@@ -171,7 +175,7 @@ func (r *Repairer) step(ctx context.Context, now time.Time) error {
 			rp.tornDown = time.Now() // the wait counts from the hosts gone
 			continue
 		}
-		if now.Sub(rp.tornDown) < RecreateAfter {
+		if now.Sub(rp.tornDown) < RecreateAfter(r.NodeLease) {
 			continue
 		}
 		if err := r.create(ctx, p); err != nil {
@@ -198,14 +202,24 @@ func (r *Repairer) free(p fleet.Resolved, pools []fleet.Resolved, unavailable ma
 }
 
 // RecreateAfter is how long a repaired pool's hosts stay gone before hosts
-// of the same names are created again. kwok renews a node's lease from a
-// delay queue, every quarter of the lease's 40 s (10.4 s with jitter); a
-// renewal in flight when the node goes is queued again, and is dropped
-// only when it comes due and finds the node unheld. A node of the same
-// name held before that keeps both renewals queued, and kwok v0.8.0's
-// queue, indexed by name, then stalls every lease behind the stale entry:
-// every node went NotReady once, 43-53 s after a repair.
-const RecreateAfter = 12 * time.Second
+// of the same names are created again, in a fleet whose nodes hold lease.
+// kwok renews a node's lease from a delay queue, every quarter of the lease
+// (10.4 s with jitter for a kubelet's 40 s); a renewal in flight when the
+// node goes is queued again, and is dropped only when it comes due and
+// finds the node unheld. A node of the same name held before that keeps
+// both renewals queued, and kwok v0.8.0's queue, indexed by name, then
+// stalls every lease behind the stale entry: every node went NotReady once,
+// 43-53 s after a repair. So the hosts stay gone until every renewal
+// queued for them has come due: 12 s with a kubelet's lease.
+func RecreateAfter(lease time.Duration) time.Duration {
+	return (sim.RenewedWithin(lease) + 1500*time.Millisecond).Round(time.Second)
+}
+
+// RecreateAfterText says how long RecreateAfter is, for help texts.
+func RecreateAfterText() string {
+	return fmt.Sprintf("%s later (%s in a fleet of more than %d hosts, whose leases are longer)",
+		RecreateAfter(sim.KubeletLease), RecreateAfter(sim.NodeLease(sim.LongLeaseHosts+1)), sim.LongLeaseHosts)
+}
 
 // tearDown removes the whole slice; create makes it again, fresh. Pods
 // bound to the old hosts go with them (the pod garbage collector would
@@ -309,12 +323,14 @@ func (c *Cloud) SetUnavailable(ctx context.Context, accelerator string, hosts in
 // RepairFlags is the command line of `multislice cloud-repair`; `up` fills
 // it and calls Args.
 type RepairFlags struct {
-	Delay time.Duration
+	Delay     time.Duration
+	NodeLease time.Duration
 }
 
 // Bind defines the flags on fl, each writing into f, at their defaults.
 func (f *RepairFlags) Bind(fl *pflag.FlagSet) {
-	fl.DurationVar(&f.Delay, "delay", 10*time.Second, fmt.Sprintf("time from a fault to the slice being torn down (it is created anew %s later)", RecreateAfter))
+	fl.DurationVar(&f.Delay, "delay", 10*time.Second, "time from a fault to the slice being torn down (it is created anew "+RecreateAfterText()+")")
+	fl.DurationVar(&f.NodeLease, "node-lease", sim.KubeletLease, "the lease kwok keeps for the fleet's nodes, which sets how long a torn-down slice stays gone")
 }
 
 // Args is the command line that gives cloud-repair f.
