@@ -37,12 +37,13 @@ func RenewedWithin(lease time.Duration) time.Duration {
 	return lease / 4 * 104 / 100
 }
 
-// KwokConfig is Stages with the simulated nodes' lease set to lease.
+// KwokConfig is kwok's configuration (stages.yaml) with the simulated
+// nodes' lease set to lease.
 func KwokConfig(lease time.Duration) ([]byte, error) {
 	const key = "nodeLeaseDurationSeconds: "
 	old := []byte(key + fmt.Sprint(int(KubeletLease.Seconds())) + "\n")
-	if bytes.Count(Stages, old) != 1 {
+	if bytes.Count(stages, old) != 1 {
 		return nil, fmt.Errorf("stages.yaml must set %q once", old)
 	}
-	return bytes.Replace(Stages, old, []byte(key+fmt.Sprint(int(lease.Seconds()))+"\n"), 1), nil
+	return bytes.Replace(stages, old, []byte(key+fmt.Sprint(int(lease.Seconds()))+"\n"), 1), nil
 }

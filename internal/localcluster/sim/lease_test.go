@@ -37,7 +37,7 @@ func TestKwokConfigSetsTheLease(t *testing.T) {
 		if strings.Count(string(cfg), "nodeLeaseDurationSeconds") != 1 || !strings.Contains(string(cfg), want) {
 			t.Errorf("KwokConfig(%s) does not set %q", lease, want)
 		}
-		if len(cfg) < len(Stages) {
+		if len(cfg) < len(stages) {
 			t.Errorf("KwokConfig(%s) lost part of the stages", lease)
 		}
 	}

@@ -29,11 +29,11 @@ const (
 	SimulatedCondition = "multislice.dev/Simulated"
 )
 
-// Stages is the kwok configuration: KwokConfiguration options plus the
+// stages is the kwok configuration: KwokConfiguration options plus the
 // node and pod Stages, as one multi-document YAML file for kwok --config.
 //
 //go:embed stages.yaml
-var Stages []byte
+var stages []byte
 
 // KwokRBAC is what kwok may do: a ClusterRole and its binding, to which
 // the local cluster adds kwok's user.
