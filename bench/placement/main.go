@@ -291,9 +291,13 @@ func (b *bench) waitPods(ctx context.Context, began time.Time, want int, counts 
 
 func (b *bench) cleanup(ctx context.Context) error {
 	fg := metav1.DeletePropagationForeground
-	_ = b.cl.DeleteAllOf(ctx, &api.JobSet{}, client.InNamespace("default"), client.PropagationPolicy(fg))
-	_ = b.cs.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &fg}, metav1.ListOptions{LabelSelector: "bench=placement"})
 	for i := 0; i < 1200; i++ {
+		// Again every 10 s: under load a collection delete of 310 JobSets
+		// can time out part way, and what it left would wait for ever.
+		if i%20 == 0 {
+			_ = b.cl.DeleteAllOf(ctx, &api.JobSet{}, client.InNamespace("default"), client.PropagationPolicy(fg))
+			_ = b.cs.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &fg}, metav1.ListOptions{LabelSelector: "bench=placement"})
+		}
 		// Quorum reads: the next round must not start while anything of
 		// this one is left.
 		pods, err := b.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement"})
