@@ -51,6 +51,8 @@ type Running struct {
 	progress  io.Writer
 	// egressPort is where the API server expects its egress proxy.
 	egressPort int
+	// nodeLease is the lease kwok keeps for each simulated node.
+	nodeLease time.Duration
 	// apiRelay is where pods on real hosts reach the API server, and
 	// kubeProxyHealth kube-proxy's health URL ("" without real hosts).
 	apiRelay, kubeProxyHealth string
@@ -95,10 +97,14 @@ func Start(ctx context.Context, opts StartOptions) (*Running, error) {
 	if err := writePKI(h.path("pki"), opts.RealHosts); err != nil {
 		return nil, fmt.Errorf("generate credentials: %w", err)
 	}
-	if err := h.writeConfigs(p, opts.NodeLease); err != nil {
+	lease := opts.NodeLease
+	if lease == 0 {
+		lease = sim.KubeletLease
+	}
+	if err := h.writeConfigs(p, lease); err != nil {
 		return nil, err
 	}
-	r := &Running{Home: h, progress: opts.Progress, egressPort: p.Egress}
+	r := &Running{Home: h, progress: opts.Progress, egressPort: p.Egress, nodeLease: lease}
 	if err := r.boot(ctx, opts, p); err != nil {
 		r.Stop()
 		return nil, err

@@ -121,7 +121,7 @@ func (h Home) kwokArgs(p ports) []string {
 }
 
 // writeConfigs writes the kubeconfigs and component config files, kwok's
-// with the simulated nodes' lease (0: a kubelet's); it runs after writePKI.
+// with the simulated nodes' lease; it runs after writePKI.
 func (h Home) writeConfigs(p ports, lease time.Duration) error {
 	server := fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
 	for _, id := range identities {
@@ -161,9 +161,6 @@ egressSelections:
 `, p.Egress, h.pki("ca.crt"), h.pki("apiserver-kubelet-client.crt"), h.pki("apiserver-kubelet-client.key"))
 	if err := os.WriteFile(h.path("egress.yaml"), []byte(egress), 0o600); err != nil {
 		return err
-	}
-	if lease == 0 {
-		lease = sim.KubeletLease
 	}
 	kwok, err := sim.KwokConfig(lease)
 	if err != nil {

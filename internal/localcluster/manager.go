@@ -63,10 +63,10 @@ func withLocalGates(gates string) string {
 }
 
 // StartRepairer runs `multislice cloud-repair` (the binary at exe), the
-// simulated cloud's slice repair, as one more component; lease is the one
+// simulated cloud's slice repair, as one more component, told the lease
 // kwok keeps for the fleet's nodes.
-func (r *Running) StartRepairer(exe string, delay, lease time.Duration) error {
-	return r.launch("cloud-repair", exe, append([]string{"cloud-repair"}, cloud.RepairFlags{Delay: delay, NodeLease: lease}.Args()...))
+func (r *Running) StartRepairer(exe string, delay time.Duration) error {
+	return r.launch("cloud-repair", exe, append([]string{"cloud-repair"}, cloud.RepairFlags{Delay: delay, NodeLease: r.nodeLease}.Args()...))
 }
 
 // StartSimAgents runs `multislice sim-agents`: the in-place restart agent

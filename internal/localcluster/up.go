@@ -150,7 +150,7 @@ func (r *Running) provision(ctx context.Context, o UpOptions) error {
 	if err := r.startRealHosts(ctx, o); err != nil {
 		return err
 	}
-	if err := r.StartRepairer(o.Exe, o.RepairDelay, sim.NodeLease(want)); err != nil {
+	if err := r.StartRepairer(o.Exe, o.RepairDelay); err != nil {
 		return err
 	}
 	if err := r.StartSimAgents(o.Exe); err != nil {
