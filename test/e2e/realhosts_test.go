@@ -46,8 +46,10 @@ var realExamples = []string{"examples/fleet-real.yaml", "examples/real-tpu-jobse
 // seed runs on its simulated pools and restarts after each leader's pod is
 // deleted; a real training job resumes from its checkpoint through every
 // fault (trainer_test.go). `down` leaves nothing behind. It is the one test
-// that does not run beside others (every other one calls t.Parallel): it
-// reads the machine's sysctls and iptables rules before and after.
+// that does not call t.Parallel: it reads the machine's sysctls and iptables
+// rules before and after, so no other real hosts may run beside it. `make
+// test-e2e` runs it in a go test process of its own, beside the simulated
+// clusters of the others, which touch neither.
 func TestRealHosts(t *testing.T) {
 	framework.RequireE2E(t)
 	if os.Geteuid() != 0 {
