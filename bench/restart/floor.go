@@ -48,7 +48,7 @@ func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	w := watchPods(c.Client, name)
+	w := watchPods(c.Client, name, pods)
 	defer deleteAll(ctx, c, objs, w)
 	fl, err := newFloorAgents(c)
 	if err != nil {
@@ -185,7 +185,7 @@ func createRound(c *framework.Cluster, slices int, name string) (result, error) 
 	if err != nil {
 		return result{}, err
 	}
-	w := watchPods(c.Client, name)
+	w := watchPods(c.Client, name, slices*16)
 	defer deleteAll(ctx, c, objs, w)
 	m, err := startMeter(ctx, c)
 	if err != nil {
@@ -224,12 +224,12 @@ func byHandRound(c *framework.Cluster, slices int, name string) (result, error) 
 	if err != nil {
 		return result{}, err
 	}
-	w := watchPods(c.Client, name)
+	pods := slices * 16
+	w := watchPods(c.Client, name, pods)
 	defer deleteAll(ctx, c, next, w)
 	if err := framework.CreateAll(ctx, c.Objects, first, len(first)); err != nil {
 		return result{}, err
 	}
-	pods := slices * 16
 	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return ready(p, false, "0", "") }); err != nil {
 		return result{}, err
 	}
@@ -260,7 +260,7 @@ func byHandRound(c *framework.Cluster, slices int, name string) (result, error) 
 		workqueue.ParallelizeUntil(ctx, len(jobs), len(jobs), func(i int) {
 			again := next[i+1]
 			key := again.GetNamespace() + "/" + again.GetName()
-			for time.Since(began) < 10*time.Minute {
+			for time.Since(began) < w.patience {
 				if _, taken, _ := jobsNow.GetByKey(key); !taken {
 					err := c.Objects.Create(ctx, again)
 					if !apierrors.IsAlreadyExists(err) {
@@ -270,7 +270,7 @@ func byHandRound(c *framework.Cluster, slices int, name string) (result, error) 
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			errs[i] = fmt.Errorf("%s: its name was not free within 10 minutes", again.GetName())
+			errs[i] = fmt.Errorf("%s: its name was not free within %s", again.GetName(), w.patience)
 		})
 		jobsBack <- errors.Join(errs...)
 	}()
@@ -284,13 +284,13 @@ func byHandRound(c *framework.Cluster, slices int, name string) (result, error) 
 	return res, m.stop(ctx, c, &res)
 }
 
-// deleteAll deletes the objects, waits (at most 2 minutes) until the
+// deleteAll deletes the objects, waits (at most w.patience) until the
 // watch sees none of their pods, and stops it.
 func deleteAll(ctx context.Context, c *framework.Cluster, objs []client.Object, w *podWatch) {
 	for _, o := range objs {
 		_ = c.Objects.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	}
-	for i := 0; i < 600 && len(w.store.List()) > 0; i++ {
+	for began := time.Now(); time.Since(began) < w.patience && len(w.store.List()) > 0; {
 		time.Sleep(200 * time.Millisecond)
 	}
 	close(w.stop)
