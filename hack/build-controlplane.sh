@@ -25,10 +25,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/internal/versions/versions.env"
 bin="$root/bin"
 mkdir -p "$bin"
-# Static binaries, compiled as the multislice binary and the tests are
-# (CGO off, no -trimpath): the Kubernetes packages they share, at the same
-# versions (tools/controlplane/go.mod agrees with go.mod; a unit test
-# checks it), are compiled once on a fresh machine, not three times.
+# Static binaries, every one compiled as the multislice binary and the
+# tests are (CGO off, no -trimpath): on a fresh machine the standard library
+# is compiled once, not once per set of flags, and so is each package two of
+# them use at the same version (the Kubernetes packages: tools/controlplane/
+# go.mod agrees with go.mod; a unit test checks it).
 export CGO_ENABLED=0
 
 step() { printf '==> %s\n' "$*"; }
@@ -61,19 +62,19 @@ node_build() { kube_build "$1" ./kubelet ./kube-proxy; }
 # snapshotters, which real hosts do not use), from their own modules' go.mod.
 containerd_build() {
   local m=github.com/containerd/containerd/v2
-  CGO_ENABLED=0 GOBIN="$1" GOFLAGS=-trimpath go install -ldflags "-s -w -X $m/version.Version=$CONTAINERD_VERSION" \
+  CGO_ENABLED=0 GOBIN="$1" go install -ldflags "-s -w -X $m/version.Version=$CONTAINERD_VERSION" \
     "$m/cmd/containerd@$CONTAINERD_VERSION" "$m/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
 }
 
 cni_build() {
   local m=github.com/containernetworking/plugins/plugins
-  CGO_ENABLED=0 GOBIN="$1" GOFLAGS=-trimpath go install -ldflags "-s -w" \
+  CGO_ENABLED=0 GOBIN="$1" go install -ldflags "-s -w" \
     "$m/main/bridge@$CNI_PLUGINS_VERSION" "$m/main/loopback@$CNI_PLUGINS_VERSION" "$m/ipam/host-local@$CNI_PLUGINS_VERSION"
 }
 
 coredns_build() {
   cd "$root/tools/coredns"
-  go build -trimpath -ldflags "-s -w" -o "$1/coredns" .
+  go build -ldflags "-s -w" -o "$1/coredns" .
 }
 
 # etcd v3.6 from tools/etcd, whose go.mod selects the control plane's versions
@@ -89,7 +90,7 @@ etcd_build() {
 # (CRDs, webhooks, RBAC) copied from the same module version.
 kueue_build() {
   local m=sigs.k8s.io/kueue src
-  GOBIN="$1" GOFLAGS=-trimpath go install -ldflags "-s -w -X $m/pkg/version.GitVersion=$KUEUE_VERSION" "$m/cmd/kueue@$KUEUE_VERSION"
+  GOBIN="$1" go install -ldflags "-s -w -X $m/pkg/version.GitVersion=$KUEUE_VERSION" "$m/cmd/kueue@$KUEUE_VERSION"
   src=$(go mod download -json "$m@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [[ -d $src/config/components ]] || { echo "no config/components in $m@$KUEUE_VERSION ($src)" >&2; return 1; }
   mkdir -p "$1/config"
