@@ -85,9 +85,11 @@ test-unit:
 # touches. The other runs every other test, E2E_PARALLEL at a time, each on its own cluster, with
 # the envtest integration package beside them. They mostly wait on their clusters' clocks: two
 # tests at a time kept the two cores about half busy, and the real hosts about a third.
+# Bounded: each test starts a cluster of its own, and three already keep two cores full.
 E2E_PARALLEL ?= 3
 E2E := MULTISLICE_E2E=1 MULTISLICE_BIN_DIR=$(BIN) go test $(GOTEST_FLAGS) -timeout 60m
 test-e2e:
+	@case "$(E2E_PARALLEL)" in [1-8]) ;; *) echo "E2E_PARALLEL=$(E2E_PARALLEL): set 1 to 8 tests at a time (each starts a cluster of its own)"; exit 2 ;; esac
 	@$(E2E) -run '^TestRealHosts$$' ./test/e2e & real=$$!; \
 	$(E2E) -p 2 -parallel $(E2E_PARALLEL) -skip '^TestRealHosts$$' ./test/...; rest=$$?; \
 	wait $$real; real=$$?; \
