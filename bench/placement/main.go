@@ -238,6 +238,7 @@ func (b *bench) jobSet(name string, managedBy *string) *api.JobSet {
 func podSpec() corev1.PodSpec {
 	spec := testobj.TPUPod("python:3.12", "tpu-v4-podslice", "4x4x4", "4")
 	spec.TerminationGracePeriodSeconds = ptr.To(int64(0))
+	framework.TolerateNodeOutages(&spec)
 	return spec
 }
 

@@ -458,12 +458,7 @@ func jobSet(name string, slices int, inPlace bool) *api.JobSet {
 		BackoffLimit: ptr.To(int32(0)),
 		Template:     corev1.PodTemplateSpec{Spec: testobj.TPUPod("python:3.12", "tpu-v4-podslice", "4x4x4", "4")},
 	}
-	// Nor may the node lifecycle controller evict a pod from a node that
-	// flapped NotReady for 5 minutes: the round's one failure is the bench's.
-	for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
-		spec.Template.Spec.Tolerations = append(spec.Template.Spec.Tolerations,
-			corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
-	}
+	framework.TolerateNodeOutages(&spec.Template.Spec) // the round's one failure is the bench's
 	js := &api.JobSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
 			Annotations: map[string]string{api.ExclusiveKey: gke.NodePoolLabel}},

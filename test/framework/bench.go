@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -216,4 +217,16 @@ func CreateAll[T client.Object](ctx context.Context, c client.Client, objs []T, 
 		errs[i] = c.Create(ctx, objs[i])
 	})
 	return errors.Join(errs...)
+}
+
+// TolerateNodeOutages keeps a benchmark's pods on their nodes through
+// NotReady spells: past a few thousand simulated hosts on two cores, kwok
+// falls behind on its nodes' leases under load, and the node lifecycle
+// controller would evict pods after 5 minutes, failing a round that
+// measures something else.
+func TolerateNodeOutages(spec *corev1.PodSpec) {
+	for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		spec.Tolerations = append(spec.Tolerations,
+			corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
+	}
 }
