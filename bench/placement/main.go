@@ -293,15 +293,6 @@ func (b *bench) waitPods(ctx context.Context, began time.Time, want int, counts 
 func (b *bench) cleanup(ctx context.Context) error {
 	bg := metav1.DeletePropagationBackground
 	for i := 0; i < 1200; i++ {
-		// Again every 10 s: under load a collection delete of 310 JobSets
-		// can time out part way, and what it left would wait for ever.
-		// The pods go directly, not through the garbage collector, which
-		// at 5,120 hosts took minutes for a few dozen JobSets' pods.
-		if i%20 == 0 {
-			_ = b.cl.DeleteAllOf(ctx, &api.JobSet{}, client.InNamespace("default"), client.PropagationPolicy(bg))
-			_ = b.cs.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{})
-			_ = b.cs.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{LabelSelector: "bench=placement"})
-		}
 		// Quorum reads: the next round must not start while anything of
 		// this one is left.
 		pods, err := b.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement"})
@@ -310,6 +301,21 @@ func (b *bench) cleanup(ctx context.Context) error {
 		err3 := b.cl.List(ctx, &sets, client.InNamespace("default"))
 		if err == nil && err2 == nil && err3 == nil && len(pods.Items)+len(jobs.Items)+len(sets.Items) == 0 {
 			return nil
+		}
+		// Again every 10 s: under load a collection delete of 310 JobSets
+		// can time out part way, and what it left would wait for ever.
+		// The pods go directly, not through the garbage collector, which
+		// at 5,120 hosts took minutes for a few dozen JobSets' pods.
+		if i%20 == 0 {
+			_ = b.cl.DeleteAllOf(ctx, &api.JobSet{}, client.InNamespace("default"), client.PropagationPolicy(bg))
+			_ = b.cs.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{})
+			if err == nil {
+				left := make([]*corev1.Pod, len(pods.Items))
+				for j := range pods.Items {
+					left[j] = &pods.Items[j]
+				}
+				_ = framework.RemovePods(ctx, b.cl, left, 32)
+			}
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

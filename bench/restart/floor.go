@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
 	"github.com/multislice/multislice/internal/gke"
@@ -50,7 +49,7 @@ func floorRound(c *framework.Cluster, slices int, name string) (result, error) {
 		return result{}, err
 	}
 	w := watchPods(c.Client, name, pods)
-	defer deleteAll(ctx, c, name, objs, w)
+	defer deleteAll(ctx, c, objs, w)
 	fl, err := newFloorAgents(c)
 	if err != nil {
 		return result{}, err
@@ -187,7 +186,7 @@ func createRound(c *framework.Cluster, slices int, name string) (result, error) 
 		return result{}, err
 	}
 	w := watchPods(c.Client, name, slices*16)
-	defer deleteAll(ctx, c, name, objs, w)
+	defer deleteAll(ctx, c, objs, w)
 	m, err := startMeter(ctx, c)
 	if err != nil {
 		return result{}, err
@@ -227,7 +226,7 @@ func byHandRound(c *framework.Cluster, slices int, name string) (result, error) 
 	}
 	pods := slices * 16
 	w := watchPods(c.Client, name, pods)
-	defer deleteAll(ctx, c, name, next, w)
+	defer deleteAll(ctx, c, next, w)
 	if err := framework.CreateAll(ctx, c.Objects, first, len(first)); err != nil {
 		return result{}, err
 	}
@@ -285,13 +284,12 @@ func byHandRound(c *framework.Cluster, slices int, name string) (result, error) 
 	return res, m.stop(ctx, c, &res)
 }
 
-// deleteAll deletes the objects in the background and the pods of the
-// JobSet name directly, with no grace period, again every 10 s until the
-// watch sees none of those pods and none of the objects is left (at most
-// w.patience), then stops the watch. Left to the garbage collector and the
-// simulated kubelets' graceful stop, 5,120 pods took more than 15 minutes
-// to go here, and a deletion cut short under load is never retried.
-func deleteAll(ctx context.Context, c *framework.Cluster, name string, objs []client.Object, w *podWatch) {
+// deleteAll deletes the objects in the background and the watch's pods
+// directly, with no grace period, again every 10 s until the watch sees
+// no pod and the API server has none of the objects (at most w.patience),
+// then stops the watch. Left to the garbage collector and the simulated
+// kubelets' graceful stop, 5,120 pods took more than 15 minutes to go here.
+func deleteAll(ctx context.Context, c *framework.Cluster, objs []client.Object, w *podWatch) {
 	defer close(w.stop)
 	var last time.Time
 	for began := time.Now(); time.Since(began) < w.patience; time.Sleep(200 * time.Millisecond) {
@@ -305,8 +303,7 @@ func deleteAll(ctx context.Context, c *framework.Cluster, name string, objs []cl
 		for _, o := range objs {
 			_ = c.Objects.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		}
-		_ = c.Client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
-			metav1.ListOptions{LabelSelector: api.JobSetNameKey + "=" + name})
+		_ = framework.RemovePods(ctx, c.Objects, w.pods(), 32)
 	}
 }
 

@@ -191,7 +191,7 @@ func round(c *framework.Cluster, slices int, inPlace bool, name string) (result,
 		return result{}, err
 	}
 	w := watchPods(c.Client, name, pods)
-	defer deleteAll(ctx, c, name, []client.Object{js}, w)
+	defer deleteAll(ctx, c, []client.Object{js}, w)
 	if _, err := w.waitFor(pods, func(p *corev1.Pod) bool { return ready(p, inPlace, "0", "0") }); err != nil {
 		return result{}, err
 	}
@@ -350,11 +350,20 @@ func watchLabelled(cs kubernetes.Interface, name string, kind func(informers.Sha
 	return inf.GetStore(), stop
 }
 
+// pods are the watch's pods (read-only: the watch's cache).
+func (w *podWatch) pods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, o := range w.store.List() {
+		out = append(out, o.(*corev1.Pod))
+	}
+	return out
+}
+
 // running are the pods Running and not going away.
 func (w *podWatch) running() []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, o := range w.store.List() {
-		if p := o.(*corev1.Pod); p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+	for _, p := range w.pods() {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			out = append(out, p)
 		}
 	}

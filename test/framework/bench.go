@@ -230,3 +230,14 @@ func TolerateNodeOutages(spec *corev1.PodSpec) {
 			corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
 	}
 }
+
+// RemovePods deletes the pods with no grace period, workers at once, as a
+// bench's cleanup between rounds: a collection delete of thousands of pods
+// runs on one worker in the API server and is cut off after a minute.
+func RemovePods(ctx context.Context, c client.Client, pods []*corev1.Pod, workers int) error {
+	errs := make([]error, len(pods))
+	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(pods), func(i int) {
+		errs[i] = client.IgnoreNotFound(c.Delete(ctx, pods[i], client.GracePeriodSeconds(0)))
+	})
+	return errors.Join(errs...)
+}
