@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,11 +100,15 @@ func Heal(h Home) ([]string, error) {
 // would stay Pending or Terminating for ever. Everything to restart stops
 // first; kwok starts and takes every node over (a new kwok would wait for
 // its predecessor's leases to expire, its identity is random, so they are
-// released first); then the rest start and act on kwok's nodes.
+// released first); then the rest start and act on kwok's nodes. They stop
+// together: one after another, each could take its 5 s grace on a busy
+// machine.
 func (h Home) restartInOrder(ps []Process, todo []int, restart func(int) error) error {
+	var stopping sync.WaitGroup // at once: each is only a client of the API server
 	for _, i := range todo {
-		ps[i].stop(5 * time.Second)
+		stopping.Go(func() { ps[i].stop(5 * time.Second) })
 	}
+	stopping.Wait()
 	kwok := slices.IndexFunc(todo, func(i int) bool { return ps[i].Name == "kwok" })
 	if kwok >= 0 {
 		client, nodes, err := h.simulatedNodes()
