@@ -60,7 +60,7 @@ func TestWorkloadShapes(t *testing.T) {
 	}
 
 	// The placement rides on the status write made once every Job is
-	// ready (or 5 s after the Jobs), which may follow the pods' Running.
+	// ready (or 30 s after the Jobs), which may follow the pods' Running.
 	framework.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
 		out, err := c.Run("status", "w-v5e")
 		for _, want := range []string{"slice-0", "slice-1", "v5e-np-", "Running", "TopologyAssigned"} {

@@ -148,8 +148,8 @@ func equalMaps(a, b map[string]string) bool {
 
 // TestStartingWritesAreHeld: a JobSet's placement and the counts of its
 // starting Jobs are written together once every Job is ready, at most
-// startingInterval after the Jobs were created or last written; other
-// news is written at once.
+// startingInterval after the Jobs were created or last written (a status
+// that said the JobSet waits: placedInterval); other news is written at once.
 func TestStartingWritesAreHeld(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	placed := metav1.Condition{Type: string(TopologyAssigned), Status: metav1.ConditionTrue, Reason: api.DomainsAssignedReason}
@@ -173,11 +173,15 @@ func TestStartingWritesAreHeld(t *testing.T) {
 		{name: "suspended (Kueue waits for its counts to fall): the counts interval", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
 			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 40 * time.Second, sinceLast: time.Second / 2, suspended: true, requeue: time.Second / 2},
 		{name: "placed as the Jobs are created: held", new: []metav1.Condition{placed}, newCounts: counts(0, 0), creates: true, requeue: startingInterval},
-		{name: "placed, pods starting 2 s in: held", new: []metav1.Condition{placed}, newCounts: counts(1, 0), jobsAge: 2 * time.Second, requeue: 3 * time.Second},
+		{name: "placed, pods starting 2 s in: held", new: []metav1.Condition{placed}, newCounts: counts(1, 0), jobsAge: 2 * time.Second, requeue: 28 * time.Second},
 		{name: "placed and ready: the one write", new: []metav1.Condition{placed}, newCounts: counts(1, 1), jobsAge: 2 * time.Second},
-		{name: "placed, still starting after the interval: written", new: []metav1.Condition{placed}, newCounts: counts(1, 0), jobsAge: 6 * time.Second},
+		{name: "placed, still starting after the interval: written", new: []metav1.Condition{placed}, newCounts: counts(1, 0), jobsAge: 31 * time.Second},
+		{name: "placed after a written wait, 2 s after that write: held less", old: []metav1.Condition{waiting}, new: []metav1.Condition{placed},
+			newCounts: counts(0, 0), creates: true, sinceLast: 2 * time.Second, requeue: placedInterval - 2*time.Second},
+		{name: "placed after a written wait, 6 s after that write: written", old: []metav1.Condition{waiting}, new: []metav1.Condition{placed},
+			newCounts: counts(1, 0), jobsAge: time.Second, sinceLast: 6 * time.Second},
 		{name: "counts of starting Jobs, 2 s after the last write: held for ready", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
-			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 8 * time.Second, sinceLast: 2 * time.Second, requeue: startingCountsInterval - 2*time.Second},
+			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 8 * time.Second, sinceLast: 2 * time.Second, requeue: startingInterval - 2*time.Second},
 		{name: "counts of starting Jobs, 31 s after the last write: written", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
 			oldCounts: counts(0, 0), newCounts: counts(1, 0), jobsAge: 40 * time.Second, sinceLast: 31 * time.Second},
 		{name: "counts reaching ready, 0.5 s after the last write: the counts interval", old: []metav1.Condition{placed}, new: []metav1.Condition{placed},
