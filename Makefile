@@ -19,7 +19,7 @@ REVISION := $(shell git rev-parse HEAD 2>/dev/null)
 CREATED  := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE    ?= ghcr.io/multislice/multislice:$(VERSION)
 
-.PHONY: all build binaries controlplane packages demo demo-real test test-unit test-e2e fmt vet clean generate verify-generated image release
+.PHONY: all build manager binaries controlplane packages demo demo-real test test-unit test-e2e fmt vet clean generate verify-generated image release
 
 all: build
 
@@ -28,6 +28,13 @@ build: $(MULTISLICE)
 
 $(MULTISLICE): $(GO_SOURCES)
 	@./hack/build-multislice.sh $@
+
+## manager: bin/multislice-manager, the manager-only binary, built as the image builds it (static,
+## trimmed, stripped: hack/image), for MULTISLICE_MANAGER_BINARY=bin/multislice-manager
+manager: $(BIN)/multislice-manager
+
+$(BIN)/multislice-manager: $(GO_SOURCES)
+	go build -trimpath -buildvcs=false -ldflags '-s -w' -o $@ ./cmd/multislice-manager
 
 ## binaries: the pinned control plane (etcd, kube-*, kwok) and real hosts' parts (kubelet,
 ## kube-proxy, containerd, CNI plugins, CoreDNS), cached in bin/ by version
