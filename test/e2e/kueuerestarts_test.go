@@ -58,9 +58,14 @@ func TestKueueRestarts(t *testing.T) {
 			if suspended && workloadCondition(w, "QuotaReserved")["status"] == "True" && time.Since(began) > 60*time.Second {
 				t.Fatalf("restart %d: the JobSet is suspended while its Workload still holds quota (kueue #14811): %v", i, w.Object["status"])
 			}
-			ok := int(got.Status.Restarts) >= i && !suspended && admitted(w) && len(runningAt(t, c, "multislice-job", int(got.Status.Restarts))) == 8 && reserving == 1
-			return ok, fmt.Sprintf("restart %d: restarts %d, suspended %v, admitted %v, %d pods Running, ClusterQueue reserving %d",
-				i, got.Status.Restarts, suspended, admitted(w), runningPods(t, c, "multislice-job"), reserving)
+			// PodsReady too: until Kueue has seen the pods ready, it may still
+			// evict for this restart, and the next fault would land in that
+			// eviction, which removes the failed pod with the rest (CI, once:
+			// "restart 10: restarts 9" for 2 minutes).
+			podsReady := workloadCondition(w, "PodsReady")["status"] == "True"
+			ok := int(got.Status.Restarts) >= i && !suspended && admitted(w) && podsReady && len(runningAt(t, c, "multislice-job", int(got.Status.Restarts))) == 8 && reserving == 1
+			return ok, fmt.Sprintf("restart %d: restarts %d, suspended %v, admitted %v, PodsReady %v, %d pods Running, ClusterQueue reserving %d",
+				i, got.Status.Restarts, suspended, admitted(w), podsReady, runningPods(t, c, "multislice-job"), reserving)
 		})
 		if evicted {
 			evictions++
