@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,6 +44,20 @@ func (e *Env) Get(t testing.TB, ns, name string) *api.JobSet {
 		t.Fatal(err)
 	}
 	return &js
+}
+
+// Edit changes the JobSet as a user would: read, edit, update, read and
+// edit again if the update conflicts (the manager writes its status at any
+// moment, and each write is a new version). Any other error is returned.
+func (e *Env) Edit(ns, name string, edit func(*api.JobSet)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var js api.JobSet
+		if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &js); err != nil {
+			return err
+		}
+		edit(&js)
+		return e.Client.Update(context.Background(), &js)
+	})
 }
 
 // SetJobStatus plays the Job controller: it marks a Job Complete, Failed

@@ -266,13 +266,14 @@ func TestSuspendAndResume(t *testing.T) {
 	waitCondition(t, env, ns, "js", api.JobSetSuspended, metav1.ConditionTrue, "SuspendedJobs")
 	admit := func(flavor string) {
 		t.Helper()
-		js := env.Get(t, ns, "js")
-		js.Spec.Suspend = ptr.To(false)
-		pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
-		pod.Spec.NodeSelector = map[string]string{"flavor": flavor}
-		pod.Spec.Tolerations = []corev1.Toleration{{Key: "flavor-" + flavor, Operator: corev1.TolerationOpExists}}
-		pod.Labels = map[string]string{"kueue.x-k8s.io/admitted": flavor}
-		if err := env.Client.Update(ctx, js); err != nil {
+		err := env.Edit(ns, "js", func(js *api.JobSet) {
+			js.Spec.Suspend = ptr.To(false)
+			pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
+			pod.Spec.NodeSelector = map[string]string{"flavor": flavor}
+			pod.Spec.Tolerations = []corev1.Toleration{{Key: "flavor-" + flavor, Operator: corev1.TolerationOpExists}}
+			pod.Labels = map[string]string{"kueue.x-k8s.io/admitted": flavor}
+		})
+		if err != nil {
 			t.Fatalf("resume with a new nodeSelector must be allowed: %v", err)
 		}
 		waitCondition(t, env, ns, "js", api.JobSetSuspended, metav1.ConditionFalse, "ResumeJobs")
@@ -290,11 +291,12 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 	evict := func() {
 		t.Helper()
-		js := env.Get(t, ns, "js")
-		js.Spec.Suspend = ptr.To(true)
-		pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
-		pod.Spec.NodeSelector, pod.Spec.Tolerations, pod.Labels = nil, nil, nil
-		if err := env.Client.Update(ctx, js); err != nil {
+		err := env.Edit(ns, "js", func(js *api.JobSet) {
+			js.Spec.Suspend = ptr.To(true)
+			pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template
+			pod.Spec.NodeSelector, pod.Spec.Tolerations, pod.Labels = nil, nil, nil
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, env, ns, "js", api.JobSetSuspended, metav1.ConditionTrue, "SuspendedJobs")

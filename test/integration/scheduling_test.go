@@ -118,10 +118,10 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 	// Resized while it runs (ElasticJobSet): a Job fewer, its group goes;
 	// what a group it keeps would have to follow is refused.
 	resize := func(rj int, replicas, parallelism int32) error {
-		cur := env.Get(t, ns, "train")
-		r := &cur.Spec.ReplicatedJobs[rj]
-		r.Replicas, r.Template.Spec.Parallelism, r.Template.Spec.Completions = replicas, ptr.To(parallelism), ptr.To(parallelism)
-		return env.Client.Update(ctx, cur)
+		return env.Edit(ns, "train", func(cur *api.JobSet) {
+			r := &cur.Spec.ReplicatedJobs[rj]
+			r.Replicas, r.Template.Spec.Parallelism, r.Template.Spec.Completions = replicas, ptr.To(parallelism), ptr.To(parallelism)
+		})
 	}
 	if err := resize(1, 2, 2); err != nil {
 		t.Fatalf("a slice fewer: %v", err)
@@ -168,9 +168,8 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 	})
 
 	// Immutable while it runs.
-	cur := env.Get(t, ns, "train")
-	cur.Spec.Scheduling.ReplicatedJobs[1].Job = &api.JobScheduling{}
-	if err := env.Client.Update(ctx, cur); err == nil || !strings.Contains(err.Error(), "spec.scheduling: Forbidden: is immutable while the JobSet runs") {
+	err := env.Edit(ns, "train", func(cur *api.JobSet) { cur.Spec.Scheduling.ReplicatedJobs[1].Job = &api.JobScheduling{} })
+	if err == nil || !strings.Contains(err.Error(), "spec.scheduling: Forbidden: is immutable while the JobSet runs") {
 		t.Errorf("changing spec.scheduling of a running JobSet: %v", err)
 	}
 
