@@ -104,7 +104,7 @@ func Heal(h Home) ([]string, error) {
 // together: one after another, each could take its 5 s grace on a busy
 // machine.
 func (h Home) restartInOrder(ps []Process, todo []int, restart func(int) error) error {
-	var stopping sync.WaitGroup // at once: each is only a client of the API server
+	var stopping sync.WaitGroup // each is only a client of the API server: none waits for another
 	for _, i := range todo {
 		stopping.Go(func() { ps[i].stop(5 * time.Second) })
 	}

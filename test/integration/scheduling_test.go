@@ -84,9 +84,7 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 	// Suspended: no group holds capacity; resumed: they are back.
 	suspend := func(s bool) {
 		framework.Eventually(t, wait, func(context.Context) (bool, string) {
-			cur := env.Get(t, ns, "train")
-			cur.Spec.Suspend = ptr.To(s)
-			err := env.Client.Update(ctx, cur)
+			err := env.Edit(ns, "train", func(cur *api.JobSet) { cur.Spec.Suspend = ptr.To(s) })
 			return err == nil, fmt.Sprint(err)
 		})
 	}
@@ -146,9 +144,7 @@ func TestWorkloadAwareScheduling(t *testing.T) {
 		return len(groups()) == 0, fmt.Sprintf("PodGroups %v", groups())
 	})
 	framework.Eventually(t, wait, func(context.Context) (bool, string) {
-		cur := env.Get(t, ns, "train")
-		cur.Spec.Scheduling.ReplicatedJobs[1].Job = nil // both slices in one group
-		err := env.Client.Update(ctx, cur)
+		err := env.Edit(ns, "train", func(cur *api.JobSet) { cur.Spec.Scheduling.ReplicatedJobs[1].Job = nil }) // both slices in one group
 		return err == nil, fmt.Sprint(err)
 	})
 	suspend(false)
