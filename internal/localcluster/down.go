@@ -28,7 +28,7 @@ func Down(h Home) ([]StopReport, error) {
 		p := st.Processes[i]
 		r := StopReport{Process: p, WasRunning: p.alive()}
 		p.stop(15 * time.Second)
-		if p.alive() {
+		if r.WasRunning && !p.exited() {
 			return report, fmt.Errorf("%s (pid %d) did not stop, even after SIGKILL", p.Name, p.PID)
 		}
 		report = append(report, r)

@@ -102,22 +102,31 @@ func (p Process) rssBytes() int64 {
 }
 
 // stop ends the process group: SIGTERM, then SIGKILL after the grace period.
-// It returns once the process is gone.
+// It returns once the process has exited.
 func (p Process) stop(grace time.Duration) {
 	if !p.alive() {
 		return
 	}
 	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
-	for p.alive() && time.Now().Before(deadline) {
+	for !p.exited() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if p.alive() {
+	if !p.exited() {
 		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
-		for i := 0; p.alive() && i < 100; i++ {
+		for i := 0; !p.exited() && i < 100; i++ {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// exited: the process is gone or a zombie. Once signalled, a process is
+// waited for by this and not by alive: part way through its exit it has
+// no /proc/PID/exe any more (so alive says false) while it still holds
+// its files and ports, and runs on for a while on a busy machine.
+func (p Process) exited() bool {
+	_, live := procStat(strconv.Itoa(p.PID))
+	return !live
 }
 
 // freePort returns an unused loopback port below the kernel's ephemeral

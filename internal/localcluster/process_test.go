@@ -43,6 +43,9 @@ func TestStartFromRelativePathStops(t *testing.T) {
 		t.Fatal("the component started from ./component is not alive")
 	}
 	s.Process.stop(5 * time.Second)
+	if !s.Process.exited() {
+		t.Error("stop returned before the component exited")
+	}
 	select {
 	case <-s.exited:
 	case <-time.After(5 * time.Second):
