@@ -46,6 +46,7 @@ func NewCmdManager(f *cli.Factory, runF func(context.Context, *Options) error) *
 // managerRun runs the manager until ctx ends.
 func managerRun(ctx context.Context, o *Options) error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(o.F.Err)))
+	manager.SetMemoryLimit(ctrl.Log)
 	mo, cfg, err := o.Flags.Complete()
 	if err != nil {
 		return err
