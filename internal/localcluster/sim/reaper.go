@@ -104,11 +104,16 @@ func (r *Reaper) reap(ctx context.Context, c client.Client, key types.Namespaced
 	return 0, client.IgnoreNotFound(err)
 }
 
-// reapable: a deleted pod bound to a node and not yet removed (a removed
-// pod, deleted with no grace period, waits only for its finalizers).
+// reapable: a deleted pod bound to a node and not yet removed, or removed
+// (deleted with no grace period) with no finalizer left. A removed pod
+// otherwise waits only for its finalizers; one with none should be gone.
+// It is there only when the API server's delete was cut between its two
+// steps, recording the grace period of 0 and removing the pod (kwok's or
+// the Reaper's own delete, cancelled as `up` restarted its sender after an
+// outage); a kubelet deletes such a pod again.
 func reapable(p *corev1.Pod) bool {
-	return p.DeletionTimestamp != nil && p.Spec.NodeName != "" &&
-		(p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 0)
+	removed := p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
+	return p.DeletionTimestamp != nil && p.Spec.NodeName != "" && (!removed || len(p.Finalizers) == 0)
 }
 
 // onSimulatedNode: kwok, not a real kubelet, runs the pod's node.
