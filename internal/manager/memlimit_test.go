@@ -33,7 +33,10 @@ func TestSetMemoryLimitFromTheCgroup(t *testing.T) {
 		// The shell moves itself into the cgroup, then becomes the helper.
 		cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" -test.run='^TestHelperSetMemoryLimit$'`,
 			"sh", dir, os.Args[0])
-		cmd.Env = append(os.Environ(), "MULTISLICE_TEST_MEMLIMIT=1", tc.env)
+		cmd.Env = append(os.Environ(), "MULTISLICE_TEST_MEMLIMIT=1")
+		if tc.env != "" {
+			cmd.Env = append(cmd.Env, tc.env)
+		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.env, err, out)
