@@ -286,9 +286,14 @@ func newestCheckpoint() int {
 	return n
 }
 
+// deleteTrainer deletes an example of the trainer in the foreground:
+// kubectl returns once every pod is gone, so no trainer of it still writes
+// checkpoints where the next one starts afresh. Deleted in the background,
+// a coordinator still running wrote one while startTrainer emptied the
+// directory ("directory not empty").
 func deleteTrainer(t *testing.T, c *framework.Cluster, root, file string) {
 	t.Helper()
-	if out, err := requireKubectl(t)(c, "delete", "-f", filepath.Join(root, file), "--wait=true"); err != nil {
+	if out, err := requireKubectl(t)(c, "delete", "-f", filepath.Join(root, file), "--cascade=foreground", "--wait=true"); err != nil {
 		t.Errorf("delete the trainer: %v\n%s", err, out)
 	}
 }
