@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/multislice/multislice/internal/localcluster/sim"
 )
 
 // started is a component launched by this process: exited is closed when it
@@ -165,7 +167,11 @@ func FreePort() (int, error) { return freePort() }
 
 var (
 	handedMu sync.Mutex
-	handed   = map[int]bool{}
+	// The simulated kubelets' port is never handed out: the API server's
+	// egress proxy takes a tunnel to it for one to a simulated node, so a
+	// real host's kubelet given it had its pods' logs answered by the
+	// simulator (once in CI).
+	handed = map[int]bool{sim.KubeletPort: true}
 )
 
 func handOut(p int) bool {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/multislice/multislice/internal/localcluster/sim"
 )
 
 // A component started from a relative path is alive, and stops: `down`
@@ -74,5 +76,12 @@ func TestUnixListening(t *testing.T) {
 	defer l.Close()
 	if ok, err := ready(context.Background()); !ok || err != nil {
 		t.Fatalf("listening: got %v, %v; want true", ok, err)
+	}
+}
+
+// The simulated kubelets' port is never handed out to a component.
+func TestKubeletPortNeverHandedOut(t *testing.T) {
+	if handOut(sim.KubeletPort) {
+		t.Errorf("port %d, the simulated kubelets', was handed out", sim.KubeletPort)
 	}
 }
