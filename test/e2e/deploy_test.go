@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -41,16 +42,9 @@ func TestDeployManifests(t *testing.T) {
 	// controller's status write in between (the disruption controller
 	// counting the manager's pods as they start) shows as a difference.
 	// A difference the manifests make shows every time, so one clean diff
-	// of a few suffices.
-	var diff string
-	for try := 1; try <= 5; try++ {
+	// suffices.
+	framework.Eventually(t, 20*time.Second, func(context.Context) (bool, string) {
 		out, err := run("diff", "--server-side", "-f", file)
-		if err == nil {
-			return
-		}
-		diff = fmt.Sprintf("%v\n%s", err, out)
-		t.Logf("kubectl diff, try %d of 5, found a difference (a controller's write between its read and its dry-run is one cause): %s", try, diff)
-		time.Sleep(2 * time.Second)
-	}
-	t.Errorf("kubectl diff after two applies, 5 tries (exit status 1 means a difference): %s", diff)
+		return err == nil, fmt.Sprintf("kubectl diff after two applies (exit status 1 means a difference): %v\n%s", err, out)
+	})
 }
