@@ -10,24 +10,24 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/multislice/multislice/internal/cli"
 	"github.com/multislice/multislice/internal/cli/agent"
 	"github.com/multislice/multislice/internal/cli/manager"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/cli/standin"
 )
 
-func main() { cli.Main(run) }
+func main() { program.Main(run) }
 
-func run(ctx context.Context, f *cli.Factory, args []string) int {
+func run(ctx context.Context, s program.Streams, args []string) int {
 	root := &cobra.Command{
 		Use:           "multislice-manager",
 		Short:         "The Multislice image's commands: the manager, the in-place restart agent and the Pathways stand-in",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(f.Out)
-	root.SetErr(f.Err)
-	root.AddCommand(manager.NewCmdManager(f, nil), agent.NewCmdAgent(f, nil), standin.NewCmdPathwaysStandin(f))
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.AddCommand(manager.NewCmdManager(s, nil), agent.NewCmdAgent(s, nil), standin.NewCmdPathwaysStandin(s))
 	root.SetArgs(args)
-	return cli.Exit(f.Err, root.ExecuteContext(ctx))
+	return program.Exit(s.Err, root.ExecuteContext(ctx))
 }

@@ -2,8 +2,15 @@
 package main
 
 import (
+	"context"
+
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/cli/root"
 )
 
-func main() { cli.Main(root.Main) }
+func main() {
+	program.Main(func(ctx context.Context, s program.Streams, args []string) int {
+		return root.Main(ctx, cli.NewFactory(s), args)
+	})
+}

@@ -4,7 +4,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,13 +17,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/home"
 	"github.com/multislice/multislice/internal/objcache"
 )
 
 // Factory gives commands their streams and the local cluster.
 type Factory struct {
-	Out, Err io.Writer
+	program.Streams
 	// HomeDir overrides $MULTISLICE_HOME (tests).
 	HomeDir string
 	// ObjectClient, when set, is the client the workload commands use
@@ -107,9 +107,9 @@ func (f *Factory) Namespace(ns string) string {
 	return corev1.NamespaceDefault
 }
 
-// NewFactory uses the process's stdout and stderr.
-func NewFactory() *Factory {
-	return &Factory{Out: os.Stdout, Err: os.Stderr, ClientFlags: NewClientFlags()}
+// NewFactory writes to s.
+func NewFactory(s program.Streams) *Factory {
+	return &Factory{Streams: s, ClientFlags: NewClientFlags()}
 }
 
 // Home is the multislice home: the local cluster's directory.
@@ -176,27 +176,6 @@ func (f *Factory) Client() (kubernetes.Interface, *rest.Config, error) {
 	cfg.QPS, cfg.Burst = 200, 400
 	client, err := kubernetes.NewForConfig(cfg)
 	return client, cfg, err
-}
-
-// ExitCode is an error that ends the process with that code and prints
-// nothing: the answer of a command whose exit status is its result (the
-// in-place restart agent's).
-type ExitCode int
-
-func (c ExitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
-
-// Exit is err's exit code: 0 for none, an ExitCode's own (printing
-// nothing), else 1 after printing the error to stderr.
-func Exit(stderr io.Writer, err error) int {
-	var code ExitCode
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &code):
-		return int(code)
-	}
-	fmt.Fprintln(stderr, "error:", err)
-	return 1
 }
 
 // IsTerminal: w is a terminal (not a pipe or a file), so that a command may

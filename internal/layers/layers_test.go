@@ -94,6 +94,24 @@ func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
 	}
 }
 
+// TestManagerBinaryCarriesNoCLI: the image's binary (cmd/multislice-manager)
+// links none of the CLI (its client factory, kubectl's client flags and
+// printers, kustomize behind them), the local cluster or its simulator.
+func TestManagerBinaryCarriesNoCLI(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", module+"cmd/multislice-manager")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == module+"internal/cli" || strings.HasPrefix(dep, module+"internal/localcluster") ||
+			strings.HasPrefix(dep, "k8s.io/cli-runtime/") || strings.HasPrefix(dep, "sigs.k8s.io/kustomize/") {
+			t.Errorf("cmd/multislice-manager depends on %s: the image's commands take program.Streams, not the CLI's factory", dep)
+		}
+	}
+}
+
 // pureDecisions decide without a client or a clock of their own: they
 // import neither client-go nor controller-runtime (pureOfClients) and
 // read the time only from what they are given.
@@ -158,7 +176,7 @@ func TestPolicyReadsNoClockAndStaysSmall(t *testing.T) {
 
 // sharedByCommands are the CLI packages commands may import: what two
 // commands share lives there (as gh's cmdutil), never in a command.
-var sharedByCommands = []string{"internal/cli", "internal/cli/localfleet", "internal/cli/jobsetlist"}
+var sharedByCommands = []string{"internal/cli", "internal/cli/program", "internal/cli/localfleet", "internal/cli/jobsetlist"}
 
 // TestCommandsImportNoCommand: a command package imports no other command
 // package; only the root assembles them.

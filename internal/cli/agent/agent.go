@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/multislice/multislice/internal/agent"
-	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 )
 
 // namespaceFile is where a pod's service account says its namespace.
@@ -25,14 +25,14 @@ const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 // Options is `multislice agent`'s command line; the rest of its input is
 // its environment (agent.Options).
 type Options struct {
-	F *cli.Factory
+	program.Streams
 	// Kubeconfig is a kubeconfig file ("": the in-cluster configuration).
 	Kubeconfig string
 }
 
 // NewCmdAgent is `multislice agent`; runF (nil: agentRun) gets the options.
-func NewCmdAgent(f *cli.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	o := &Options{F: f}
+func NewCmdAgent(s program.Streams, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{Streams: s}
 	if runF == nil {
 		runF = agentRun
 	}
@@ -59,18 +59,18 @@ JobSet and patch on pods (config/agent/rbac.yaml). See docs/auto-repair.md.`,
 }
 
 // agentRun runs the agent until its protocol says to exit; its exit code
-// is the answer (cli.ExitCode).
+// is the answer (program.ExitCode).
 func agentRun(ctx context.Context, o *Options) error {
 	ao, err := optionsFromEnv()
 	if err != nil {
 		return err
 	}
-	ao.Log = o.F.Err
+	ao.Log = o.Err
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
-	// ctx ends on SIGINT or SIGTERM (cmd/multislice's handler).
+	// ctx ends on SIGINT or SIGTERM (program.Main's handler).
 	code, err := agent.Run(ctx, cfg, ao)
 	if err != nil && ctx.Err() == nil {
 		return err
@@ -81,7 +81,7 @@ func agentRun(ctx context.Context, o *Options) error {
 	if code == 0 {
 		return nil
 	}
-	return cli.ExitCode(code)
+	return program.ExitCode(code)
 }
 
 func optionsFromEnv() (agent.Options, error) {

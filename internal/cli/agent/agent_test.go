@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/multislice/multislice/internal/agent"
-	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 )
 
 func TestNewCmdAgentFillsOptions(t *testing.T) {
 	var got *Options
-	cmd := NewCmdAgent(&cli.Factory{}, func(_ context.Context, o *Options) error { got = o; return nil })
+	cmd := NewCmdAgent(program.Streams{}, func(_ context.Context, o *Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"--kubeconfig=/k"})
 	if err := cmd.Execute(); err != nil || got.Kubeconfig != "/k" {
 		t.Fatalf("err %v, options %+v", err, got)
@@ -35,7 +35,7 @@ func TestAgentEnvironment(t *testing.T) {
 			t.Setenv(k, tc.env[k])
 		}
 		var out bytes.Buffer
-		cmd := NewCmdAgent(&cli.Factory{Out: &out, Err: &out}, nil)
+		cmd := NewCmdAgent(program.Streams{Out: &out, Err: &out}, nil)
 		cmd.SetArgs(nil)
 		cmd.SilenceUsage = true
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 	"github.com/multislice/multislice/internal/localcluster/sim/fleet"
@@ -31,7 +32,7 @@ func factory(t *testing.T) (*cli.Factory, *fake.Clientset, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	return &cli.Factory{Out: &out, Err: &out, HomeDir: t.TempDir(), LocalClient: client}, client, &out
+	return &cli.Factory{Streams: program.Streams{Out: &out, Err: &out}, HomeDir: t.TempDir(), LocalClient: client}, client, &out
 }
 
 func run(f *cli.Factory, args ...string) error {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 )
 
 func TestNewCmdLoadFillsOptions(t *testing.T) {
@@ -24,7 +25,7 @@ func TestNewCmdLoadFillsOptions(t *testing.T) {
 // A cluster without real hosts has no registry: said before reading the image.
 func TestLoadWithoutRealHosts(t *testing.T) {
 	var out bytes.Buffer
-	cmd := NewCmdLoad(&cli.Factory{Out: &out, HomeDir: t.TempDir()}, nil)
+	cmd := NewCmdLoad(&cli.Factory{Streams: program.Streams{Out: &out}, HomeDir: t.TempDir()}, nil)
 	cmd.SetArgs([]string{"/nonexistent", "ghcr.io/me/trainer:v1"})
 	cmd.SilenceUsage = true
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "has no real hosts, so no registry") {

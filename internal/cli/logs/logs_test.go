@@ -17,6 +17,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/internal/view"
@@ -82,7 +83,7 @@ func factory(t *testing.T, js *api.JobSet, pods ...runtime.Object) (*cli.Factory
 	t.Helper()
 	var out bytes.Buffer
 	objs := fake.NewClientBuilder().WithScheme(objcache.Scheme()).WithObjects(js).WithStatusSubresource(js).Build()
-	return &cli.Factory{Out: &out, Err: &out, HomeDir: t.TempDir(), ObjectClient: objs, WorkloadClient: kubefake.NewClientset(pods...)}, &out
+	return &cli.Factory{Streams: program.Streams{Out: &out, Err: &out}, HomeDir: t.TempDir(), ObjectClient: objs, WorkloadClient: kubefake.NewClientset(pods...)}, &out
 }
 
 // workerPod is pod of slice and worker at attempt, Running.

@@ -10,21 +10,21 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/manager"
 )
 
 // Options is `multislice manager`'s command line: manager.Flags, with a
 // --config file's values under the flags given.
 type Options struct {
-	F     *cli.Factory
+	program.Streams
 	Flags manager.Flags
 }
 
 // NewCmdManager is `multislice manager`; runF (nil: managerRun) gets the
 // options once the --config file is applied.
-func NewCmdManager(f *cli.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	o := &Options{F: f}
+func NewCmdManager(s program.Streams, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{Streams: s}
 	if runF == nil {
 		runF = managerRun
 	}
@@ -45,7 +45,7 @@ func NewCmdManager(f *cli.Factory, runF func(context.Context, *Options) error) *
 
 // managerRun runs the manager until ctx ends.
 func managerRun(ctx context.Context, o *Options) error {
-	ctrl.SetLogger(zap.New(zap.WriteTo(o.F.Err)))
+	ctrl.SetLogger(zap.New(zap.WriteTo(o.Err)))
 	manager.SetMemoryLimit(ctrl.Log)
 	mo, cfg, err := o.Flags.Complete()
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 )
 
 // Flags given on the command line win over the --config file's values.
@@ -21,7 +21,7 @@ clientConnection: {qps: 77, burst: 99}
 		t.Fatal(err)
 	}
 	var got *Options
-	cmd := NewCmdManager(&cli.Factory{}, func(_ context.Context, o *Options) error { got = o; return nil })
+	cmd := NewCmdManager(program.Streams{}, func(_ context.Context, o *Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"--config=" + config, "--leader-elect=false", "--no-slice-health", "--in-place-restart-timeout=30s"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)

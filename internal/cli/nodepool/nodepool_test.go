@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/localcluster/sim/cloud"
 )
@@ -25,7 +26,7 @@ func factory(t *testing.T) (*cli.Factory, *fake.Clientset, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	return &cli.Factory{Out: &out, Err: &out, HomeDir: t.TempDir(), LocalClient: client}, client, &out
+	return &cli.Factory{Streams: program.Streams{Out: &out, Err: &out}, HomeDir: t.TempDir(), LocalClient: client}, client, &out
 }
 
 // run executes a command line against f.
@@ -137,7 +138,7 @@ func TestRefusals(t *testing.T) {
 // Without a simulated cloud (any other cluster) the commands say so.
 func TestNoCloud(t *testing.T) {
 	var out bytes.Buffer
-	f := &cli.Factory{Out: &out, Err: &out, HomeDir: t.TempDir(), LocalClient: fake.NewClientset()}
+	f := &cli.Factory{Streams: program.Streams{Out: &out, Err: &out}, HomeDir: t.TempDir(), LocalClient: fake.NewClientset()}
 	err := listRun(context.Background(), &ListOptions{F: f})
 	if err == nil || !strings.Contains(err.Error(), "no simulated TPU cloud") {
 		t.Errorf("list on a cluster with no cloud: %v", err)

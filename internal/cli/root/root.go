@@ -18,6 +18,7 @@ import (
 	"github.com/multislice/multislice/internal/cli/logs"
 	"github.com/multislice/multislice/internal/cli/manager"
 	"github.com/multislice/multislice/internal/cli/nodepool"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/cli/standin"
 	"github.com/multislice/multislice/internal/cli/status"
 	"github.com/multislice/multislice/internal/cli/up"
@@ -45,7 +46,7 @@ A local cluster with a simulated TPU fleet:
 	cmd.SetErr(f.Err)
 	f.BindClientFlags(cmd.PersistentFlags())
 	cmd.AddCommand(up.NewCmdUp(f, nil), down.NewCmdDown(f, nil), status.NewCmdStatus(f, nil), nodepool.NewCmdNodepool(f),
-		manager.NewCmdManager(f, nil), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), hidden.NewCmdCloudRepair(f, nil), hidden.NewCmdSimAgents(f, nil), hidden.NewCmdRegistry(f, nil), image.NewCmdImage(f), agent.NewCmdAgent(f, nil), logs.NewCmdLogs(f, nil), dashboard.NewCmdDashboard(f, nil), kueue.NewCmdKueue(f), standin.NewCmdPathwaysStandin(f))
+		manager.NewCmdManager(f.Streams, nil), workload.NewCmdWorkload(f), chaos.NewCmdChaos(f), hidden.NewCmdCloudRepair(f, nil), hidden.NewCmdSimAgents(f, nil), hidden.NewCmdRegistry(f, nil), image.NewCmdImage(f), agent.NewCmdAgent(f.Streams, nil), logs.NewCmdLogs(f, nil), dashboard.NewCmdDashboard(f, nil), kueue.NewCmdKueue(f), standin.NewCmdPathwaysStandin(f.Streams))
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }
@@ -54,7 +55,7 @@ A local cluster with a simulated TPU fleet:
 func Main(ctx context.Context, f *cli.Factory, args []string) int {
 	cmd := NewCmdRoot(f)
 	cmd.SetArgs(args)
-	return cli.Exit(f.Err, cmd.ExecuteContext(ctx))
+	return program.Exit(f.Err, cmd.ExecuteContext(ctx))
 }
 
 // refuseUnknownSubcommands makes every command that only groups others

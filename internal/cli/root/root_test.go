@@ -3,12 +3,11 @@ package root
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 )
 
 // TestCommands runs every command as the binary would, with no cluster:
@@ -100,7 +99,7 @@ func TestCommands(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			f := &cli.Factory{Out: &out, Err: &errOut, HomeDir: t.TempDir()}
+			f := &cli.Factory{Streams: program.Streams{Out: &out, Err: &errOut}, HomeDir: t.TempDir()}
 			code := Main(context.Background(), f, tc.args)
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, out.String(), errOut.String())
@@ -112,23 +111,5 @@ func TestCommands(t *testing.T) {
 				t.Errorf("stderr %q, want %q", errOut.String(), tc.stderr)
 			}
 		})
-	}
-}
-
-func TestExitCode(t *testing.T) {
-	for _, tc := range []struct {
-		err    error
-		code   int
-		stderr string
-	}{
-		{nil, 0, ""},
-		{errors.New("no cluster"), 1, "error: no cluster\n"},
-		{cli.ExitCode(137), 137, ""},
-		{fmt.Errorf("agent: %w", cli.ExitCode(3)), 3, ""},
-	} {
-		var errOut bytes.Buffer
-		if code := cli.Exit(&errOut, tc.err); code != tc.code || errOut.String() != tc.stderr {
-			t.Errorf("%v: code %d, stderr %q; want %d, %q", tc.err, code, errOut.String(), tc.code, tc.stderr)
-		}
 	}
 }

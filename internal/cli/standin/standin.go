@@ -12,14 +12,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/standin"
 )
 
 // NewCmdPathwaysStandin is `multislice pathways-standin --role=R` followed
 // by xpk's arguments for that part (--server_port=..., ...).
-func NewCmdPathwaysStandin(f *cli.Factory) *cobra.Command {
-	o := standin.Options{Getenv: standin.Getenv, Out: f.Out}
+func NewCmdPathwaysStandin(s program.Streams) *cobra.Command {
+	o := standin.Options{Getenv: standin.Getenv, Out: s.Out}
 	cmd := &cobra.Command{
 		Use:    "pathways-standin --role=proxy|resource-manager|worker [xpk's arguments]",
 		Short:  "Play a Pathways part for `workload create-pathways` where Pathways' images are not given",
@@ -31,7 +31,7 @@ func NewCmdPathwaysStandin(f *cli.Factory) *cobra.Command {
 			err := standin.Run(ctx, o)
 			var code standin.ExitError
 			if errors.As(err, &code) {
-				return cli.ExitCode(int(code))
+				return program.ExitCode(int(code))
 			}
 			return err
 		},
@@ -48,7 +48,7 @@ func NewCmdPathwaysStandin(f *cli.Factory) *cobra.Command {
 	fl.Int("num_elastic_slices", 0, "xpk's argument (accepted, not used)")
 	_ = cmd.MarkFlagRequired("role")
 	cmd.PreRun = func(*cobra.Command, []string) {
-		fmt.Fprintf(f.Out, "pathways-standin %s: not Pathways, a stand-in\n", o.Role)
+		fmt.Fprintf(s.Out, "pathways-standin %s: not Pathways, a stand-in\n", o.Role)
 	}
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/testobj"
@@ -43,7 +44,7 @@ func cluster(t *testing.T) (*cli.Factory, *bytes.Buffer) {
 		WithIndex(&corev1.Event{}, "involvedObject.name", func(o client.Object) []string { return []string{o.(*corev1.Event).InvolvedObject.Name} }).
 		Build()
 	var out bytes.Buffer
-	return &cli.Factory{Out: &out, Err: &out, HomeDir: t.TempDir(), ObjectClient: fc}, &out
+	return &cli.Factory{Streams: program.Streams{Out: &out, Err: &out}, HomeDir: t.TempDir(), ObjectClient: fc}, &out
 }
 
 func TestJobSetRunTables(t *testing.T) {

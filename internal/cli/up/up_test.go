@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/localcluster"
 )
 
@@ -52,7 +53,7 @@ func TestUpValidate(t *testing.T) {
 // --print-default-fleet prints the fleet and starts nothing.
 func TestUpPrintsDefaultFleet(t *testing.T) {
 	var out bytes.Buffer
-	cmd := NewCmdUp(&cli.Factory{Out: &out, HomeDir: t.TempDir()}, nil)
+	cmd := NewCmdUp(&cli.Factory{Streams: program.Streams{Out: &out}, HomeDir: t.TempDir()}, nil)
 	cmd.SetArgs([]string{"--print-default-fleet"})
 	if err := cmd.Execute(); err != nil || !strings.Contains(out.String(), "kind: Fleet") {
 		t.Errorf("err %v, printed %q", err, out.String())

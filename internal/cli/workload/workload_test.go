@@ -16,6 +16,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/cli"
+	"github.com/multislice/multislice/internal/cli/program"
 	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/testobj"
 	"github.com/multislice/multislice/internal/workload"
@@ -37,7 +38,7 @@ current-context: x
 	}
 	var out bytes.Buffer
 	fc := fake.NewClientBuilder().WithScheme(objcache.Scheme()).WithObjects(objs...).Build()
-	return &cli.Factory{Out: &out, Err: &out, HomeDir: t.TempDir(), ClientFlags: clientFlags(kubeconfig), ObjectClient: fc}, &out
+	return &cli.Factory{Streams: program.Streams{Out: &out, Err: &out}, HomeDir: t.TempDir(), ClientFlags: clientFlags(kubeconfig), ObjectClient: fc}, &out
 }
 
 func TestNewCmdCreateFillsOptions(t *testing.T) {
