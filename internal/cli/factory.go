@@ -1,6 +1,7 @@
-// Package cli holds what every multislice command shares: its I/O streams
-// and the way it finds the local cluster. Each command lives in its own
-// sub-package with an options struct and a run function tests call directly.
+// Package cli holds what the multislice CLI's commands share: their streams
+// (program.Streams) and the way they find a cluster, the local one or the
+// one kubectl's flags name. Each command lives in its own sub-package with
+// an options struct and a run function tests call directly.
 package cli
 
 import (
