@@ -1,8 +1,8 @@
 // Package program owns what every command-line program of this project
 // shares, whatever commands it carries: its output streams, the context
 // its signals end, and its exit code. It imports no client library, so the
-// manager-only binary (cmd/multislice-manager) links none of the CLI's
-// (kubectl's client flags, kustomize, the typed clientset).
+// manager-only binary (cmd/multislice-manager) links none of the CLI's own
+// (kubectl's client flags and printers, kustomize).
 package program
 
 import (
