@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +49,22 @@ func Up(bin, fleet string, env []string, upArgs ...string) (*Cluster, error) {
 		c.Down()
 		return nil, err
 	}
+	c.downOnSignal()
 	return c, nil
+}
+
+// downOnSignal takes the cluster down when the benchmark is stopped
+// (Ctrl-C, SIGTERM), then exits: left running, a cluster of thousands of
+// simulated hosts would keep the machine busy after its benchmark.
+func (c *Cluster) downOnSignal() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "%v: taking the cluster in %s down\n", s, c.Home)
+		c.Down()
+		os.Exit(130)
+	}()
 }
 
 // Down stops the cluster and removes its home.
