@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,21 +55,40 @@ func Up(bin, fleet string, env []string, upArgs ...string) (*Cluster, error) {
 }
 
 // downOnSignal takes the cluster down when the benchmark is stopped
-// (Ctrl-C, SIGTERM), then exits: left running, a cluster of thousands of
-// simulated hosts would keep the machine busy after its benchmark.
+// (Ctrl-C, SIGTERM), then exits as the signal would have: left running, a
+// cluster of thousands of simulated hosts would keep the machine busy after
+// its benchmark. A Down elsewhere meanwhile (the benchmark failing as its
+// cluster goes) waits for that exit. Down ends the handler, so that a
+// benchmark that starts cluster after cluster leaves no handler of a
+// cluster already down to exit before the current one is down.
 func (c *Cluster) downOnSignal() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	down := make(chan struct{})
+	c.stopSignals = sync.OnceFunc(func() { signal.Stop(sig); close(down) })
 	go func() {
-		s := <-sig
-		fmt.Fprintf(os.Stderr, "%v: taking the cluster in %s down\n", s, c.Home)
-		c.Down()
-		os.Exit(130)
+		select {
+		case s := <-sig:
+			c.downMu.Lock() // held until the exit
+			fmt.Fprintf(os.Stderr, "%v: taking the cluster in %s down\n", s, c.Home)
+			c.down()
+			os.Exit(128 + int(s.(syscall.Signal)))
+		case <-down:
+		}
 	}()
 }
 
 // Down stops the cluster and removes its home.
 func (c *Cluster) Down() {
+	c.downMu.Lock()
+	defer c.downMu.Unlock()
+	c.down()
+}
+
+func (c *Cluster) down() {
+	if c.stopSignals != nil {
+		c.stopSignals()
+	}
 	_, _ = c.Run("down")
 	_ = os.RemoveAll(c.Home)
 }

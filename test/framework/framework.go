@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,10 @@ type Cluster struct {
 	// at up).
 	Audit *Audit
 	t     testing.TB // nil for a program's cluster
+	// stopSignals ends a program's cluster's downOnSignal (nil for a test's);
+	// downMu is held while the cluster goes down.
+	stopSignals func()
+	downMu      sync.Mutex
 }
 
 // Run runs `multislice args...` against the cluster's home and returns its
