@@ -72,11 +72,10 @@ func TestOf(t *testing.T) {
 	}
 }
 
-// TestClientCommandsDoNotNeedTheSimulator: the CLI's factory and the
-// commands that talk to any cluster (the manager, logs, workload) build
-// without the simulated fleet; only the local-cluster commands import it.
-func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
-	pkgs := []string{"internal/cli", "internal/cli/manager", "internal/cli/logs", "internal/cli/workload"}
+// deps are the packages pkgs (paths in the module) build from, theirs
+// included (`go list -deps`).
+func deps(t *testing.T, pkgs ...string) []string {
+	t.Helper()
 	args := []string{"list", "-deps"}
 	for _, p := range pkgs {
 		args = append(args, module+p)
@@ -87,7 +86,15 @@ func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	for _, dep := range strings.Fields(string(out)) {
+	return strings.Fields(string(out))
+}
+
+// TestClientCommandsDoNotNeedTheSimulator: the CLI's factory and the
+// commands that talk to any cluster (the manager, logs, workload) build
+// without the simulated fleet; only the local-cluster commands import it.
+func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
+	pkgs := []string{"internal/cli", "internal/cli/manager", "internal/cli/logs", "internal/cli/workload"}
+	for _, dep := range deps(t, pkgs...) {
 		if strings.HasPrefix(dep, module+"internal/localcluster") {
 			t.Errorf("%v depend on %s: read the home through internal/home, not the local cluster", pkgs, dep)
 		}
@@ -98,13 +105,7 @@ func TestClientCommandsDoNotNeedTheSimulator(t *testing.T) {
 // links none of the CLI (its client factory, kubectl's client flags and
 // printers, kustomize behind them), the local cluster or its simulator.
 func TestManagerBinaryCarriesNoCLI(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", module+"cmd/multislice-manager")
-	cmd.Dir = "../.."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
+	for _, dep := range deps(t, "cmd/multislice-manager") {
 		if dep == module+"internal/cli" || strings.HasPrefix(dep, module+"internal/localcluster") ||
 			strings.HasPrefix(dep, "k8s.io/cli-runtime/") || strings.HasPrefix(dep, "sigs.k8s.io/kustomize/") {
 			t.Errorf("cmd/multislice-manager depends on %s: the image's commands take program.Streams, not the CLI's factory", dep)
@@ -124,13 +125,7 @@ var (
 // build without any client library.
 func TestPolicyIsPure(t *testing.T) {
 	for _, p := range pureOfClients {
-		cmd := exec.Command("go", "list", "-deps", module+p)
-		cmd.Dir = "../.."
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list: %v", err)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range deps(t, p) {
 			if strings.HasPrefix(dep, "k8s.io/client-go") || strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime") {
 				t.Errorf("%s depends on %s: a pure decision takes what it needs in its input", p, dep)
 			}
