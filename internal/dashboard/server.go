@@ -194,12 +194,19 @@ func (s *Server) refresh(ctx context.Context) error {
 	var classes schedulingv1.PriorityClassList
 	workloads := &unstructured.UnstructuredList{}
 	workloads.SetGroupVersionKind(slicecheck.WorkloadKind.GroupVersion().WithKind(slicecheck.WorkloadKind.Kind + "List"))
-	lists := []client.ObjectList{&nodes, &jobsets, &jobs, &pods, &events, &classes}
-	if s.kueue {
-		lists = append(lists, workloads)
+	// Nodes and pods are kept slim (objcache.Node, objcache.Pod) and come
+	// out of the cache as copies; the rest are the cache's own objects,
+	// only read.
+	for _, l := range []client.ObjectList{&nodes, &pods} {
+		if err := s.cache.List(ctx, l); err != nil {
+			return err
+		}
 	}
-	for _, l := range lists {
-		// The caches' own objects, only read.
+	shared := []client.ObjectList{&jobsets, &jobs, &events, &classes}
+	if s.kueue {
+		shared = append(shared, workloads)
+	}
+	for _, l := range shared {
 		if err := s.cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
@@ -364,8 +371,8 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // nodes (a new lastHeartbeatTime, nothing else) do not re-render it; other
 // objects count as changed on every update.
 func shown(obj any) any {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
+	n := objcache.NodeOf(obj)
+	if n == nil {
 		return obj
 	}
 	taints := make([]string, 0, len(n.Spec.Taints))

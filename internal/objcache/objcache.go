@@ -80,25 +80,25 @@ func OwnedByJobSets() labels.Selector {
 }
 
 // SlimNode keeps what is read of a node (placement, slice health, the
-// fleet's view): its name, labels, taints, cordon, deletion and readiness.
-// The rest (images, addresses, capacity, node info, the other conditions
-// and their heartbeats) is most of a Node, so 5,000 nodes stay cheap. The
-// labels' strings are shared between nodes (most nodes of a pool carry
-// the same ones); only the hostname is each node's own.
+// fleet's view) as a Node: its name, labels, taints, cordon, deletion and
+// readiness. The rest (images, addresses, capacity, node info, the other
+// conditions and their heartbeats) is most of a Node, so 5,000 nodes stay
+// cheap. The labels' strings are shared between nodes (most nodes of a
+// pool carry the same ones); only the hostname is each node's own.
 func SlimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
-	slim := &corev1.Node{
+	slim := &Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
 			Labels: sharedLabels(n.Labels, n.Name), DeletionTimestamp: n.DeletionTimestamp},
-		Spec: corev1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable},
+		taints: n.Spec.Taints, unschedulable: n.Spec.Unschedulable,
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason,
-				Message: c.Message, LastTransitionTime: c.LastTransitionTime}}
+			slim.ready = corev1.NodeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason,
+				Message: c.Message, LastTransitionTime: c.LastTransitionTime}
 		}
 	}
 	return slim, nil
@@ -146,24 +146,23 @@ var (
 )
 
 // SlimPod keeps what is read of a pod (placement, slice repair, in-place
-// restart, the JobSet's view): its name, the labels and annotations above,
-// its node, its phase, how often its containers restarted (one status,
-// holding the highest count) and whether it asks for TPU chips (one
-// container, see tpuContainers). A cached pod is then about 2 KB,
-// whatever the pod carries.
+// restart, the JobSet's view) as a Pod: its name, the labels and
+// annotations above, its node, its phase, how often its containers
+// restarted (the highest count) and whether it asks for TPU chips (see
+// tpuContainers). A cached pod is then about 400 bytes, whatever the pod
+// carries.
 func SlimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	slim := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: unique.Make(p.Namespace).Value(), UID: p.UID, ResourceVersion: p.ResourceVersion,
-			DeletionTimestamp: p.DeletionTimestamp, Labels: pick(p.Labels, podLabels), Annotations: pick(p.Annotations, podAnnotations)},
-		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: tpuContainers(p.Spec)},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
-	}
-	if n := agent.MaxRestartCount(&p.Status); n > 0 {
-		slim.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: n}}
+	slim := &Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: unique.Make(p.Namespace).Value(), UID: p.UID,
+			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+		labels:   unique.Make(pick(p.Labels, podLabels)),
+		nodeName: p.Spec.NodeName, phase: p.Status.Phase, restarts: agent.MaxRestartCount(&p.Status),
+		tpu:         tpuContainers(p.Spec),
+		annotations: pick(p.Annotations, podAnnotations),
 	}
 	return slim, nil
 }
@@ -217,16 +216,33 @@ func (t *tpuCounts) containers(q resource.Quantity) []corev1.Container {
 	return cs
 }
 
-// pick is m's keys among keys, each value one copy shared by every pod
-// that has it (a Job's pods share their names, attempts and indexes).
-func pick(m map[string]string, keys []string) map[string]string {
-	var out map[string]string
-	for _, k := range keys {
+// picked is a pod's values of podLabels or podAnnotations, in their
+// order, each one copy shared by every pod that has it (a Job's pods
+// share their names, attempts and indexes).
+type picked struct {
+	values [4]string // as many as the longer list
+	set    uint8     // bit i: the pod has keys[i]
+}
+
+func pick(m map[string]string, keys []string) picked {
+	var out picked
+	for i, k := range keys {
 		if v, ok := m[k]; ok {
-			if out == nil {
-				out = make(map[string]string, len(keys))
-			}
-			out[k] = unique.Make(v).Value()
+			out.values[i], out.set = unique.Make(v).Value(), out.set|1<<i
+		}
+	}
+	return out
+}
+
+// asMap is p as the map it was picked from.
+func (p picked) asMap(keys []string) map[string]string {
+	if p.set == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(keys))
+	for i, k := range keys {
+		if p.set&(1<<i) != 0 {
+			out[k] = p.values[i]
 		}
 	}
 	return out

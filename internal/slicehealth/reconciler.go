@@ -33,6 +33,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
 	"github.com/multislice/multislice/internal/metrics"
+	"github.com/multislice/multislice/internal/objcache"
 	"github.com/multislice/multislice/internal/slicing"
 )
 
@@ -129,7 +130,10 @@ func sliceOf(j *batchv1.Job) (sel labels.Selector, hosts int, where string) {
 // or deletion; not the heartbeats of every node.
 var healthChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		a, b := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		a, b := objcache.NodeOf(e.ObjectOld), objcache.NodeOf(e.ObjectNew)
+		if a == nil || b == nil {
+			return true
+		}
 		return gke.NodeReady(a) != gke.NodeReady(b) || gke.HostProblem(a) != gke.HostProblem(b) ||
 			fmt.Sprint(a.Labels) != fmt.Sprint(b.Labels)
 	},

@@ -22,6 +22,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
+	"github.com/multislice/multislice/internal/objcache"
 )
 
 // wakeQuiet and wakeMaxWait shape a waiting JobSet's looks: it looks once
@@ -115,9 +116,9 @@ func (r *Reconciler) feedDomains(mgr ctrl.Manager) (<-chan event.GenericEvent, e
 		del         func(namespace, name string)
 		description string
 	}{
-		{&corev1.Node{}, func(o any) { d.SetNode(o.(*corev1.Node)) }, func(_, name string) { d.DeleteNode(name) }, "nodes"},
+		{&corev1.Node{}, func(o any) { d.SetNode(objcache.NodeOf(o)) }, func(_, name string) { d.DeleteNode(name) }, "nodes"},
 		{&batchv1.Job{}, func(o any) { d.SetJob(o.(*batchv1.Job)) }, d.DeleteJob, "jobs"},
-		{&corev1.Pod{}, func(o any) { d.SetPod(o.(*corev1.Pod)) }, d.DeletePod, "pods"},
+		{&corev1.Pod{}, func(o any) { d.SetPod(objcache.PodOf(o)) }, d.DeletePod, "pods"},
 	}
 	var synced []func() bool
 	for _, f := range feeds {

@@ -18,6 +18,7 @@ import (
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/agent"
 	"github.com/multislice/multislice/internal/controller/jobset/policy"
+	"github.com/multislice/multislice/internal/objcache"
 )
 
 // inPlacePods keeps what an in-place restart reads of each pod of each
@@ -156,7 +157,7 @@ func feedInPlace(idx *inPlacePods, period time.Duration) handler.EventHandler {
 			q.AddAfter(reconcile.Request{NamespacedName: js}, period)
 		}
 	}
-	pod := func(o any) *corev1.Pod { p, _ := o.(*corev1.Pod); return p }
+	pod := objcache.PodOf
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
 			if p := pod(e.Object); p != nil {
