@@ -225,3 +225,22 @@ func TestCopiesShareNothing(t *testing.T) {
 		t.Errorf("a copy's change reached the cached node: %+v", node)
 	}
 }
+
+// TestSlimNodesShareTaints: a pool's hosts with the same taints share one
+// slice; taints added at other times are not the same.
+func TestSlimNodesShareTaints(t *testing.T) {
+	node := func(added *metav1.Time) *Node {
+		n, _ := SlimNode(&corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: gke.TPUTaintKey, Value: gke.TPUTaintValue, Effect: corev1.TaintEffectNoSchedule},
+			{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: added}}}})
+		return n.(*Node)
+	}
+	at := func(sec int64) *metav1.Time { t := metav1.Unix(sec, 0); return &t }
+	a, b, c := node(at(1)), node(at(1)), node(at(2))
+	if &a.taints[0] != &b.taints[0] || &a.taints[0] == &c.taints[0] {
+		t.Error("equal taints should share one slice, taints added at another time another")
+	}
+	if !c.taints[1].TimeAdded.Equal(at(2)) {
+		t.Errorf("the taint's time is %v, want %v", c.taints[1].TimeAdded, at(2))
+	}
+}
