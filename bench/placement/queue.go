@@ -59,6 +59,9 @@ type queueRound struct {
 	// statusWrites and events are the manager's own writes: JobSets'
 	// status and the Events about JobSets (only the manager writes either).
 	statusWrites, events int
+	// refused are the status writes the API server refused, by code
+	// ("409": a conflict, the manager's cache behind its own last write).
+	refused map[string]int
 }
 
 // heartbeats are writes the fleet makes whatever runs on it.
@@ -101,6 +104,12 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		for k, n := range r.by { // conflicts too: each is a write the manager sent
 			if strings.HasPrefix(k, "update jobsets/status") || strings.HasPrefix(k, "patch jobsets/status") {
 				r.statusWrites += n
+				if f := strings.Fields(k); len(f) == 3 {
+					if r.refused == nil {
+						r.refused = map[string]int{}
+					}
+					r.refused[f[2]] += n
+				}
 			}
 		}
 		r.rss, r.hwm = c.RSS(manager)
@@ -114,9 +123,9 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		} else {
 			rounds[scenario] = append(rounds[scenario], r)
 		}
-		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); manager's writes: %d JobSet status, %d events; API server CPU %.1fs, %d writes (%s); %s (CPU: %s)\n",
+		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); manager's writes: %d JobSet status (refused: %v), %d events; API server CPU %.1fs, %d writes (%s); %s (CPU: %s)\n",
 			label, jobsets, jobsets*hosts, took.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/float64(jobsets),
-			r.rss>>20, r.hwm>>20, r.statusWrites, r.events, r.apiCPU.Seconds(), r.writes, writesText(r.by), queued, c.CPUSince(cpu))
+			r.rss>>20, r.hwm>>20, r.statusWrites, r.refused, r.events, r.apiCPU.Seconds(), r.writes, writesText(r.by), queued, c.CPUSince(cpu))
 		if err := b.cleanup(ctx); err != nil {
 			return err
 		}
