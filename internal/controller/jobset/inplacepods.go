@@ -167,9 +167,11 @@ func feedInPlace(idx *inPlacePods, period time.Duration) handler.EventHandler {
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			if p := pod(e.ObjectNew); p != nil {
-				if old := pod(e.ObjectOld); old != nil && old.Labels[api.JobSetNameKey] != p.Labels[api.JobSetNameKey] {
-					js, moved := idx.delete(old) // it left its JobSet, as if deleted
-					enqueue(js, moved, q)
+				if e.ObjectOld.GetLabels()[api.JobSetNameKey] != p.Labels[api.JobSetNameKey] {
+					if old := pod(e.ObjectOld); old != nil {
+						js, moved := idx.delete(old) // it left its JobSet, as if deleted
+						enqueue(js, moved, q)
+					}
 				}
 				js, moved := idx.set(p)
 				enqueue(js, moved, q)
