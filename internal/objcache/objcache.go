@@ -99,8 +99,9 @@ func SlimNode(obj any) (any, error) {
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			slim.ready = corev1.NodeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason,
-				Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+			// The kubelets of a fleet say the same reason and message.
+			slim.ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: unique.Make(c.Status).Value(), Reason: unique.Make(c.Reason).Value(),
+				Message: unique.Make(c.Message).Value(), LastTransitionTime: c.LastTransitionTime}
 		}
 	}
 	return slim, nil
