@@ -63,17 +63,7 @@ func (p *Pod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind 
 // *corev1.Pod, or either in a deletion's tombstone), as a *corev1.Pod;
 // nil for anything else. Like every object an informer hands out, it
 // shares what the cache holds: read it, or DeepCopy it to change it.
-func PodOf(obj any) *corev1.Pod {
-	switch o := obj.(type) {
-	case *Pod:
-		return o.view()
-	case *corev1.Pod:
-		return o
-	case toolscache.DeletedFinalStateUnknown:
-		return PodOf(o.Obj)
-	}
-	return nil
-}
+func PodOf(obj any) *corev1.Pod { return viewOf[corev1.Pod, *Pod](obj) }
 
 // Node is what the caches keep of a node (SlimNode): a corev1.Node's
 // struct alone is 784 bytes; this is 376, beside its labels. Like
@@ -110,14 +100,18 @@ func (n *Node) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind
 // *corev1.Node, or either in a deletion's tombstone), as a *corev1.Node;
 // nil for anything else. Like every object an informer hands out, it
 // shares what the cache holds: read it, or DeepCopy it to change it.
-func NodeOf(obj any) *corev1.Node {
+func NodeOf(obj any) *corev1.Node { return viewOf[corev1.Node, *Node](obj) }
+
+// viewOf is obj as a *T, whether it is the cache's slim S, a *T, or
+// either in a deletion's tombstone; nil for anything else.
+func viewOf[T any, S interface{ view() *T }](obj any) *T {
 	switch o := obj.(type) {
-	case *Node:
+	case S:
 		return o.view()
-	case *corev1.Node:
+	case *T:
 		return o
 	case toolscache.DeletedFinalStateUnknown:
-		return NodeOf(o.Obj)
+		return viewOf[T, S](o.Obj)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -242,5 +243,39 @@ func TestSlimNodesShareTaints(t *testing.T) {
 	}
 	if !c.taints[1].TimeAdded.Equal(at(2)) {
 		t.Errorf("the taint's time is %v, want %v", c.taints[1].TimeAdded, at(2))
+	}
+}
+
+// TestViews: event handlers get a pod or node whatever an informer hands
+// them: the cache's slim object, the API's type, or a tombstone of either.
+func TestViews(t *testing.T) {
+	slimPod, _ := SlimPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w-0"}})
+	slimNode, _ := SlimNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "h0"}})
+	whole := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w-1"}}
+	for _, c := range []struct {
+		obj  any
+		pod  string
+		node string
+	}{
+		{slimPod, "w-0", ""},
+		{toolscache.DeletedFinalStateUnknown{Key: "w-0", Obj: slimPod}, "w-0", ""},
+		{whole, "w-1", ""},
+		{slimNode, "", "h0"},
+		{toolscache.DeletedFinalStateUnknown{Key: "h0", Obj: slimNode}, "", "h0"},
+		{&corev1.Service{}, "", ""},
+	} {
+		var pod, node string
+		if p := PodOf(c.obj); p != nil {
+			pod = p.Name
+		}
+		if n := NodeOf(c.obj); n != nil {
+			node = n.Name
+		}
+		if pod != c.pod || node != c.node {
+			t.Errorf("%T: PodOf %q, NodeOf %q; want %q, %q", c.obj, pod, node, c.pod, c.node)
+		}
+	}
+	if PodOf(whole) != whole {
+		t.Error("PodOf copied a *corev1.Pod")
 	}
 }
