@@ -43,7 +43,7 @@ func TestCacheServesSlimPodsAndNodesWhole(t *testing.T) {
 	tpu := corev1.ResourceList{gke.TPUResource: resource.MustParse("4")}
 	for i, name := range []string{"w-0", "w-1"} {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-			Labels: map[string]string{batchv1.JobNameLabel: "w", api.JobSetNameKey: "js", "team": "a"},
+			Labels:      map[string]string{batchv1.JobNameLabel: "w", api.JobSetNameKey: "js", "team": "a"},
 			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: []string{"0", "1"}[i], "note": "x"}},
 			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "main", Image: "trainer",
 				Resources: corev1.ResourceRequirements{Requests: tpu, Limits: tpu}}}}}
