@@ -5,8 +5,7 @@
 package objcache
 
 import (
-	"fmt"
-	"strings"
+	"strconv"
 	"sync"
 	"unique"
 
@@ -213,15 +212,19 @@ func taintsOf(n *corev1.Node) []corev1.Taint {
 	if len(n.Spec.Taints) == 0 {
 		return nil
 	}
-	var key strings.Builder
+	// Made on every node's every heartbeat: no formatting. A taint's key,
+	// value and effect hold no NUL (the API server validates them).
+	var key []byte
 	for _, t := range n.Spec.Taints {
-		fmt.Fprintf(&key, "%q %q %q", t.Key, t.Value, t.Effect)
-		if t.TimeAdded != nil {
-			fmt.Fprintf(&key, " %d", t.TimeAdded.UnixNano())
+		for _, field := range []string{t.Key, t.Value, string(t.Effect)} {
+			key = append(append(key, field...), 0)
 		}
-		key.WriteByte('\n')
+		if t.TimeAdded != nil {
+			key = strconv.AppendInt(key, t.TimeAdded.UnixNano(), 10)
+		}
+		key = append(key, '\n')
 	}
-	return sharedTaints.get(key.String(), func() []corev1.Taint { return n.Spec.Taints })
+	return sharedTaints.get(string(key), func() []corev1.Taint { return n.Spec.Taints })
 }
 
 // maxShared bounds each shared table: past it, values are their
