@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/nodelabels"
 	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/test/framework"
 )
@@ -25,8 +26,9 @@ func decisionCost(n int) {
 		name := fmt.Sprintf("np-%d", i)
 		d := placement.Domain{Value: name, Group: "g", ExpectedHosts: hosts}
 		for h := 0; h < hosts; h++ {
-			d.Nodes = append(d.Nodes, placement.Node{Name: fmt.Sprintf("%s-%d", name, h), Healthy: i >= holders,
-				Labels: map[string]string{gke.NodePoolLabel: name, gke.MultisliceGroupLabel: "g", gke.TopologyLabel: "4x4x4"},
+			host := fmt.Sprintf("%s-%d", name, h)
+			d.Nodes = append(d.Nodes, placement.Node{Name: host, Healthy: i >= holders,
+				Labels: nodelabels.Of(host, map[string]string{gke.NodePoolLabel: name, gke.MultisliceGroupLabel: "g", gke.TopologyLabel: "4x4x4"}),
 				Taints: []corev1.Taint{{Key: gke.TPUTaintKey, Value: gke.TPUTaintValue, Effect: corev1.TaintEffectNoSchedule}}})
 		}
 		if i < holders {

@@ -17,7 +17,7 @@ var Layers = []struct {
 	{"api", []string{"api/", "config/"}},
 	{"foundations", []string{"internal/gke", "internal/tpu", "internal/naming", "internal/features", "internal/metrics",
 		"internal/pki", "internal/outage", "internal/cmdline", "internal/versions", "internal/layers", "internal/testobj", "internal/podtemplate",
-		"internal/home"}},
+		"internal/home", "internal/nodelabels"}},
 	{"components", []string{"internal/placement", "internal/slicing", "internal/slicehealth", "internal/view", "internal/webhook/", "internal/controller/",
 		"internal/certs", "internal/tpujob", "internal/workload", "internal/agent", "internal/standin", "internal/objcache", "internal/podgroups"}},
 	{"install", []string{"internal/install", "internal/release", "internal/image", "internal/kueue"}},

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/multislice/multislice/internal/nodelabels"
 )
 
 // Pod is what the caches keep of a pod (SlimPod): a corev1.Pod's struct
@@ -66,31 +68,54 @@ func (p *Pod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind 
 func PodOf(obj any) *corev1.Pod { return viewOf[corev1.Pod, *Pod](obj) }
 
 // Node is what the caches keep of a node (SlimNode): a corev1.Node's
-// struct alone is 784 bytes; this is 376, beside its labels. Like
+// struct alone is 784 bytes and its map of labels about 700 more; this is
+// about 400 with its labels (nodelabels: a pool's hosts share them). Like
 // Pod, it leaves the cache as a *corev1.Node: copied by DeepCopyObject
 // for the cache's Get and List, shared (NodeOf) with event handlers.
 type Node struct {
-	metav1.ObjectMeta // name, UID, version, deletion and labels (shared strings)
+	metav1.ObjectMeta // name, UID, version and deletion only
 
+	labels        nodelabels.Labels
 	taints        []corev1.Taint
 	unschedulable bool
 	ready         corev1.NodeCondition // Type "" when the node reports none
 }
 
-// view is n as a *corev1.Node that shares what n holds (its labels map,
-// its taints): read-only. Placement keeps the labels of every node it
-// is given: a copy each would undo much of what Node saves.
+// view is n as a *corev1.Node that shares what n holds (its taints):
+// read-only. Its labels are a map of its own.
 func (n *Node) view() *corev1.Node {
 	out := &corev1.Node{ObjectMeta: n.ObjectMeta, Spec: corev1.NodeSpec{Taints: n.taints, Unschedulable: n.unschedulable}}
+	out.Labels = n.labels.Map()
 	if n.ready.Type != "" {
 		out.Status.Conditions = []corev1.NodeCondition{n.ready}
 	}
 	return out
 }
 
+// GetLabels are n's labels in a map of the caller's: the cache's List
+// matches label selectors on them, and its indexes read them.
+func (n *Node) GetLabels() map[string]string { return n.labels.Map() }
+
+// NodeLabel is the value of a node's label key ("" when it has none),
+// read without a map of its labels: for indexes, which run on every
+// update of every node.
+func NodeLabel(o metav1.Object, key string) string {
+	if n, ok := o.(*Node); ok {
+		return n.labels.Value(key)
+	}
+	return o.GetLabels()[key]
+}
+
 // DeepCopyObject is n as a *corev1.Node of the caller's: what the cache's
 // Get and List hand out.
-func (n *Node) DeepCopyObject() runtime.Object { return n.view().DeepCopy() }
+func (n *Node) DeepCopyObject() runtime.Object {
+	out := n.view()
+	labels := out.Labels // already the caller's
+	out.Labels = nil
+	out = out.DeepCopy()
+	out.Labels = labels
+	return out
+}
 
 // GetObjectKind: a cached node carries no kind; the cache sets it on
 // what it hands out.

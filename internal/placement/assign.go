@@ -15,12 +15,13 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/nodelabels"
 )
 
 // Node is what placement needs to know about one node.
 type Node struct {
 	Name   string
-	Labels map[string]string
+	Labels nodelabels.Labels
 	Taints []corev1.Taint
 	// Healthy: fit for new work (gke.FitForWork).
 	Healthy bool
@@ -202,9 +203,9 @@ func fits(j JobRequest, d Domain) bool {
 
 // selects: the node has every label of the nodeSelector, with its value
 // (the scheduler's reading of a nodeSelector).
-func selects(nodeSelector, nodeLabels map[string]string) bool {
+func selects(nodeSelector map[string]string, nodeLabels nodelabels.Labels) bool {
 	for k, v := range nodeSelector {
-		if got, ok := nodeLabels[k]; !ok || got != v {
+		if got, ok := nodeLabels.Get(k); !ok || got != v {
 			return false
 		}
 	}
@@ -279,7 +280,7 @@ func poolsText(sel map[string]string, domains []Domain) string {
 	var pools []string
 	for _, d := range domains {
 		for _, n := range d.Nodes {
-			if p := n.Labels[gke.NodePoolLabel]; p != "" && !gslices.Contains(pools, p) {
+			if p := n.Labels.Value(gke.NodePoolLabel); p != "" && !gslices.Contains(pools, p) {
 				pools = append(pools, p)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/nodelabels"
 )
 
 const pool = gke.NodePoolLabel
@@ -24,8 +25,9 @@ func fleet(spec string) []Domain {
 			name := fmt.Sprintf("%s-np-%d", g, i)
 			d := Domain{Value: name, Group: g, ExpectedHosts: 2}
 			for h := 0; h < 2; h++ {
-				d.Nodes = append(d.Nodes, Node{Name: fmt.Sprintf("%s-%d", name, h), Healthy: true,
-					Labels: map[string]string{pool: name, gke.MultisliceGroupLabel: g, gke.TopologyLabel: "2x2x2"},
+				host := fmt.Sprintf("%s-%d", name, h)
+				d.Nodes = append(d.Nodes, Node{Name: host, Healthy: true,
+					Labels: nodelabels.Of(host, map[string]string{pool: name, gke.MultisliceGroupLabel: g, gke.TopologyLabel: "2x2x2"}),
 					Taints: []corev1.Taint{{Key: gke.TPUTaintKey, Value: gke.TPUTaintValue, Effect: corev1.TaintEffectNoSchedule}}})
 			}
 			out = append(out, d)
@@ -118,7 +120,7 @@ func TestAssign(t *testing.T) {
 			var out []Domain
 			for i := range 3 {
 				v := fmt.Sprintf("cpu-%d", i)
-				out = append(out, Domain{Value: v, Nodes: []Node{{Name: v + "-0", Healthy: true, Labels: map[string]string{pool: v}}}})
+				out = append(out, Domain{Value: v, Nodes: []Node{{Name: v + "-0", Healthy: true, Labels: nodelabels.Of(v+"-0", map[string]string{pool: v})}}})
 			}
 			return out
 		}, want: 3},

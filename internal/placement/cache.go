@@ -13,6 +13,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/nodelabels"
 )
 
 // Cache is placement's picture of the cluster, kept current by the
@@ -84,11 +85,11 @@ func NewCache(groupLabel string) *Cache {
 
 // SetNode records a node added or changed.
 func (c *Cache) SetNode(n *corev1.Node) {
-	node := Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Healthy: gke.FitForWork(n)}
+	node := Node{Name: n.Name, Labels: nodelabels.Of(n.Name, n.Labels), Taints: n.Spec.Taints, Healthy: gke.FitForWork(n)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, had := c.nodes[n.Name]
-	if had && old.Healthy == node.Healthy && maps.Equal(old.Labels, node.Labels) && equalTaints(old.Taints, node.Taints) {
+	if had && old.Healthy == node.Healthy && old.Labels.Equal(node.Labels) && equalTaints(old.Taints, node.Taints) {
 		return // a heartbeat: nothing placement reads changed
 	}
 	if had {
@@ -96,7 +97,7 @@ func (c *Cache) SetNode(n *corev1.Node) {
 	}
 	c.nodes[n.Name] = node
 	c.placeNode(node)
-	if node.Healthy && (!had || !old.Healthy || !maps.Equal(old.Labels, node.Labels) || !equalTaints(old.Taints, node.Taints)) {
+	if node.Healthy && (!had || !old.Healthy || !old.Labels.Equal(node.Labels) || !equalTaints(old.Taints, node.Taints)) {
 		c.wakeWaiting() // a domain may have become fit, or suitable
 	}
 }
@@ -113,7 +114,7 @@ func (c *Cache) DeleteNode(name string) {
 
 func (c *Cache) placeNode(n Node) {
 	for key, kd := range c.keys {
-		if v, ok := n.Labels[key]; ok {
+		if v, ok := n.Labels.Get(key); ok {
 			d := kd.domain(v)
 			if len(d.nodes) == 0 {
 				kd.order = nil // it joins the snapshot
@@ -128,13 +129,13 @@ func (c *Cache) placeNode(n Node) {
 
 func (c *Cache) unplaceNode(n Node) {
 	for key, kd := range c.keys {
-		if d := kd.byValue[n.Labels[key]]; d != nil {
+		if d := kd.byValue[n.Labels.Value(key)]; d != nil {
 			delete(d.nodes, n.Name)
 			d.built = nil
 			for _, p := range c.podsOn[n.Name] {
 				delete(d.occupants, p.name)
 			}
-			kd.dropIfEmpty(n.Labels[key])
+			kd.dropIfEmpty(n.Labels.Value(key))
 		}
 	}
 }
@@ -217,7 +218,7 @@ func (c *Cache) SetPod(p *corev1.Pod) {
 	c.podsOn[p.Spec.NodeName] = append(c.podsOn[p.Spec.NodeName], podOn{name, workload})
 	if n, known := c.nodes[p.Spec.NodeName]; known {
 		for key, kd := range c.keys {
-			if d := kd.byValue[n.Labels[key]]; d != nil {
+			if d := kd.byValue[n.Labels.Value(key)]; d != nil {
 				d.occupants[name] = workload
 			}
 		}
@@ -251,7 +252,7 @@ func (c *Cache) removePod(pod, node string) {
 	}
 	if n, known := c.nodes[node]; known {
 		for key, kd := range c.keys {
-			if d := kd.byValue[n.Labels[key]]; d != nil {
+			if d := kd.byValue[n.Labels.Value(key)]; d != nil {
 				delete(d.occupants, pod)
 			}
 		}
@@ -403,7 +404,7 @@ func (c *Cache) index(key string) *keyDomains {
 	kd := &keyDomains{byValue: map[string]*domainEntry{}}
 	c.keys[key] = kd
 	for _, n := range c.nodes {
-		if _, ok := n.Labels[key]; ok {
+		if _, ok := n.Labels.Get(key); ok {
 			c.placeNode(n)
 		}
 	}
@@ -422,8 +423,8 @@ func (c *Cache) build(value string, d *domainEntry) *Domain {
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Name < out.Nodes[j].Name })
 	first := out.Nodes[0]
-	out.Group = first.Labels[c.GroupLabel]
-	out.ExpectedHosts, _ = gke.SliceHosts(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: first.Labels}})
+	out.Group = first.Labels.Value(c.GroupLabel)
+	out.ExpectedHosts, _ = gke.SliceHosts(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: first.Labels.Map()}})
 	return out
 }
 

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -45,6 +46,12 @@ const Reason = api.SliceUnhealthyReason
 // "<exclusive key>=<value>", the node label that selects the slice's hosts.
 const domainIndex = "slicehealth.multislice.dev/domain"
 
+// poolIndex indexes Nodes by their node pool, the domain of GKE's
+// exclusive placement: a slice's nodes are read by it, not by a label
+// selector over every node (a cached node's labels are a map only when
+// asked for, nodelabels).
+const poolIndex = "slicehealth.multislice.dev/pool"
+
 // Reconciler checks the slice of a running child Job that placement pinned
 // to a domain whenever the Job is pinned or one of the slice's Nodes
 // changes (a Node event finds its Jobs through the domain index), and fails
@@ -71,6 +78,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, domainIndex, func(o client.Object) []string {
 		return domainsOf(o.(*batchv1.Job))
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Node{}, poolIndex, func(o client.Object) []string {
+		if v := objcache.NodeLabel(o, gke.NodePoolLabel); v != "" {
+			return []string{v}
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -123,6 +138,17 @@ func sliceOf(j *batchv1.Job) (sel labels.Selector, hosts int, where string) {
 	}
 	domain, key := api.PinnedDomain(j), j.Annotations[api.ExclusiveKey]
 	return labels.SelectorFromSet(labels.Set{key: domain}), 0, key + "=" + domain
+}
+
+// listNodes is how the nodes sel selects are listed: by the pool index
+// when sel names a pool, the common case, else by sel over every node.
+func listNodes(sel labels.Selector) client.ListOption {
+	if sel != nil {
+		if reqs, _ := sel.Requirements(); len(reqs) == 1 && reqs[0].Key() == gke.NodePoolLabel && reqs[0].Operator() == selection.Equals {
+			return client.MatchingFields{poolIndex: reqs[0].Values().UnsortedList()[0]}
+		}
+	}
+	return client.MatchingLabelsSelector{Selector: sel}
 }
 
 // healthChanged passes Node events that can change a slice's health: a
@@ -196,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	sel, hosts, where := sliceOf(&j)
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.Client.List(ctx, &nodes, listNodes(sel)); err != nil {
 		return reconcile.Result{}, err
 	}
 	if hosts == 0 {

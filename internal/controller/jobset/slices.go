@@ -107,14 +107,14 @@ func (r *Reconciler) observeCubes(ctx context.Context, js *api.JobSet) ([]slicin
 	cubes := make([]slicing.Cube, 0, len(snap.Domains))
 	for _, d := range snap.Domains {
 		labels := d.Nodes[0].Labels
-		pos, err := slicing.ParsePos(labels[slicev1beta1.PartitionPositionLabel])
+		pos, err := slicing.ParsePos(labels.Value(slicev1beta1.PartitionPositionLabel))
 		if err != nil {
 			continue // no known place in its block: it cannot be stitched
 		}
 		// A cube cut into sub-slices has their pods on it: its other
 		// quarters are still free.
 		free := d.Healthy() && !used[d.Value] && (d.Holder == "" || d.Holder == me || quarters[d.Value] != 0)
-		cubes = append(cubes, slicing.Cube{ID: d.Value, Block: labels[gke.TopologyBlockLabel], Pos: pos, Free: free, Quarters: quarters[d.Value]})
+		cubes = append(cubes, slicing.Cube{ID: d.Value, Block: labels.Value(gke.TopologyBlockLabel), Pos: pos, Free: free, Quarters: quarters[d.Value]})
 	}
 	return cubes, nil
 }

@@ -19,6 +19,7 @@ import (
 	slicev1beta1 "github.com/multislice/multislice/api/accelerator/v1beta1"
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/objcache"
 )
 
 // Indexes of the manager's cache: Slices by partition id, Nodes by the
@@ -48,7 +49,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if err := idx.IndexField(context.Background(), &corev1.Node{}, nodePartitionIndex, func(o client.Object) []string {
-		if v := o.GetLabels()[gke.PartitionCubeLabel]; v != "" {
+		if v := objcache.NodeLabel(o, gke.PartitionCubeLabel); v != "" {
 			return []string{v}
 		}
 		return nil
@@ -62,7 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *Reconciler) slicesOfNode(ctx context.Context, o client.Object) []reconcile.Request {
-	id := o.GetLabels()[gke.PartitionCubeLabel]
+	id := objcache.NodeLabel(o, gke.PartitionCubeLabel)
 	if id == "" {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
 	"github.com/multislice/multislice/internal/gke"
+	"github.com/multislice/multislice/internal/nodelabels"
 	"github.com/multislice/multislice/internal/placement"
 	"github.com/multislice/multislice/internal/testobj"
 )
@@ -23,7 +24,7 @@ func pools(names ...string) []placement.Domain {
 	for _, n := range names {
 		d := placement.Domain{Value: n, ExpectedHosts: 2}
 		for _, h := range []string{"-0", "-1"} {
-			d.Nodes = append(d.Nodes, placement.Node{Name: n + h, Healthy: true, Labels: map[string]string{gke.NodePoolLabel: n}})
+			d.Nodes = append(d.Nodes, placement.Node{Name: n + h, Healthy: true, Labels: nodelabels.Of(n+h, map[string]string{gke.NodePoolLabel: n})})
 		}
 		out = append(out, d)
 	}
@@ -313,7 +314,7 @@ func TestPlaceByEveryKey(t *testing.T) {
 		var out []placement.Domain
 		for _, n := range names {
 			out = append(out, placement.Domain{Value: n, Nodes: []placement.Node{{Name: n, Healthy: true,
-				Labels: map[string]string{host: n, gke.NodePoolLabel: "cpu-np"}}}})
+				Labels: nodelabels.Of(n, map[string]string{host: n, gke.NodePoolLabel: "cpu-np"})}}})
 		}
 		return out
 	}
