@@ -5,12 +5,15 @@ package metrics
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
@@ -37,6 +40,10 @@ var (
 		Help:    "Time from a JobSet restart (RestartingJobSet=True) to every Job ready again.",
 		Buckets: prometheus.ExponentialBuckets(1, 1.6, 14),
 	}, []string{"namespace"})
+	statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: "multislice", Name: "jobset_status_writes_total",
+		Help: "JobSet status writes, by what each changed (StatusChange).",
+	}, []string{"changed"})
 	placementWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Subsystem: "multislice", Name: "placement_wait_seconds",
 		Help:    "Time a JobSet waited for free topology domains (TopologyAssigned=False to True).",
@@ -45,7 +52,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(completed, failed, restarts, sliceFailures, recovery, placementWait, jobSetCollector{})
+	metrics.Registry.MustRegister(completed, failed, restarts, sliceFailures, recovery, placementWait, statusWrites, jobSetCollector{})
 }
 
 // ObserveSliceFailure counts one slice failed by slice health.
@@ -61,10 +68,11 @@ func ObserveSliceFailure(namespace, cause string) {
 	sliceFailures.WithLabelValues(namespace, kind).Inc()
 }
 
-// ObserveJobSetStatus records what a status write changed: a terminal
-// state reached, a restart begun (by its reason), a restart recovered, a
-// placement wait ended.
+// ObserveJobSetStatus records what a status write changed: the write
+// itself (StatusChange), a terminal state reached, a restart begun (by
+// its reason), a restart recovered, a placement wait ended.
 func ObserveJobSetStatus(js *api.JobSet, old *api.JobSetStatus, now time.Time) {
+	statusWrites.WithLabelValues(StatusChange(old, &js.Status)).Inc()
 	if js.Status.TerminalState != old.TerminalState {
 		switch js.Status.TerminalState {
 		case api.TerminalStateCompleted:
@@ -83,6 +91,47 @@ func ObserveJobSetStatus(js *api.JobSet, old *api.JobSetStatus, now time.Time) {
 	if b, a := condition(old, string(api.JobSetTopologyAssigned)), condition(&js.Status, string(api.JobSetTopologyAssigned)); b != nil && a != nil && b.Status == "False" && a.Status == "True" {
 		placementWait.WithLabelValues(js.Namespace).Observe(now.Sub(b.LastTransitionTime.Time).Seconds())
 	}
+}
+
+// StatusChange names what changed from old to now, "+" between parts:
+// the type of each condition added, removed or changed (status, reason
+// or message), "counts" (the replicated jobs' counts), "restarts" (any
+// of the restart counters, in-place attempts or execution attempts),
+// "startTime", "terminal", and "none" when nothing did. Condition types are the API's few, so the
+// names stay few.
+func StatusChange(old, now *api.JobSetStatus) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, c := range now.Conditions {
+		seen[c.Type] = true
+		if o := condition(old, c.Type); o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message {
+			parts = append(parts, c.Type)
+		}
+	}
+	for _, c := range old.Conditions {
+		if !seen[c.Type] {
+			parts = append(parts, c.Type)
+		}
+	}
+	slices.Sort(parts)
+	if !equality.Semantic.DeepEqual(old.ReplicatedJobsStatus, now.ReplicatedJobsStatus) {
+		parts = append(parts, "counts")
+	}
+	if old.Restarts != now.Restarts || old.RestartsCountTowardsMax != now.RestartsCountTowardsMax ||
+		old.InfrastructureRestarts != now.InfrastructureRestarts || !ptr.Equal(old.PreviousInPlaceRestartAttempt, now.PreviousInPlaceRestartAttempt) ||
+		!ptr.Equal(old.CurrentInPlaceRestartAttempt, now.CurrentInPlaceRestartAttempt) || !ptr.Equal(old.ExecutionAttempts, now.ExecutionAttempts) {
+		parts = append(parts, "restarts")
+	}
+	if !equality.Semantic.DeepEqual(old.StartTime, now.StartTime) {
+		parts = append(parts, "startTime")
+	}
+	if old.TerminalState != now.TerminalState {
+		parts = append(parts, "terminal")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "+")
 }
 
 func condition(st *api.JobSetStatus, t string) *metav1.Condition {
