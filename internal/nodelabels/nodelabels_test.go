@@ -140,3 +140,31 @@ func TestLabelsAreSmall(t *testing.T) {
 		t.Errorf("Labels take %d bytes a node, a map %d: want a fifth or less", ours, maps)
 	}
 }
+
+// BenchmarkOf is what a node's update event costs placement and the
+// cache (each makes its labels once).
+func BenchmarkOf(b *testing.B) {
+	m := pool("p", "gke-p-0")
+	for j := range 9 {
+		m[fmt.Sprintf("example.com/label-%d", j)] = "value"
+	}
+	keep := Of("gke-p-0", m)
+	b.ReportAllocs()
+	for b.Loop() {
+		Of("gke-p-0", m)
+	}
+	runtime.KeepAlive(keep)
+}
+
+// BenchmarkMap is what a view or a copy of a cached node costs.
+func BenchmarkMap(b *testing.B) {
+	m := pool("p", "gke-p-0")
+	for j := range 9 {
+		m[fmt.Sprintf("example.com/label-%d", j)] = "value"
+	}
+	l := Of("gke-p-0", m)
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Map()
+	}
+}

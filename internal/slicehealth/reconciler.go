@@ -10,6 +10,7 @@ package slicehealth
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -161,7 +162,7 @@ var healthChanged = predicate.Funcs{
 			return true
 		}
 		return gke.NodeReady(a) != gke.NodeReady(b) || gke.HostProblem(a) != gke.HostProblem(b) ||
-			fmt.Sprint(a.Labels) != fmt.Sprint(b.Labels)
+			!maps.Equal(a.Labels, b.Labels)
 	},
 }
 
