@@ -62,6 +62,9 @@ type queueRound struct {
 	// refused are the status writes the API server refused, by code
 	// ("409": a conflict, the manager's cache behind its own last write).
 	refused map[string]int
+	// changed are the manager's status writes by what each changed
+	// (its multislice_jobset_status_writes_total), "TopologyAssigned+counts".
+	changed map[string]int
 }
 
 // heartbeats are writes the fleet makes whatever runs on it.
@@ -81,6 +84,10 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		}
 		cpu := c.CPU()
 		writes, err := c.Writes(ctx)
+		if err != nil {
+			return err
+		}
+		changed, err := c.StatusWrites(ctx)
 		if err != nil {
 			return err
 		}
@@ -113,6 +120,18 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 			}
 		}
 		r.rss, r.hwm = c.RSS(manager)
+		changedAfter, err := c.StatusWrites(ctx)
+		if err != nil {
+			return err
+		}
+		for k, n := range changedAfter {
+			if d := n - changed[k]; d > 0 {
+				if r.changed == nil {
+					r.changed = map[string]int{}
+				}
+				r.changed[k] = d
+			}
+		}
 		queued, err := q.queuedState(ctx)
 		if err != nil {
 			return err
@@ -123,9 +142,9 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		} else {
 			rounds[scenario] = append(rounds[scenario], r)
 		}
-		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); manager's writes: %d JobSet status (refused: %v), %d events; API server CPU %.1fs, %d writes (%s); %s (CPU: %s)\n",
+		fmt.Printf("%-8s %d JobSets' %d pods Running after %6.1fs; manager CPU %.1fs (%.3fs per JobSet), RSS %d MiB (peak %d MiB); manager's writes: %d JobSet status (refused: %v; by what changed: %v), %d events; API server CPU %.1fs, %d writes (%s); %s (CPU: %s)\n",
 			label, jobsets, jobsets*hosts, took.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/float64(jobsets),
-			r.rss>>20, r.hwm>>20, r.statusWrites, r.refused, r.events, r.apiCPU.Seconds(), r.writes, writesText(r.by), queued, c.CPUSince(cpu))
+			r.rss>>20, r.hwm>>20, r.statusWrites, r.refused, r.changed, r.events, r.apiCPU.Seconds(), r.writes, writesText(r.by), queued, c.CPUSince(cpu))
 		if err := b.cleanup(ctx); err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -149,6 +151,52 @@ func (c *Cluster) RSS(name string) (now, peak int64) {
 		}
 	}
 	return now, peak
+}
+
+// StatusWrites returns the manager's JobSet status writes so far, by what
+// each changed (multislice_jobset_status_writes_total), read from the
+// metrics endpoint its arguments name; nil when it serves none.
+func (c *Cluster) StatusWrites(ctx context.Context) (map[string]int, error) {
+	state, err := localcluster.Home(c.Home).ReadState()
+	if err != nil || state == nil {
+		return nil, err
+	}
+	addr := ""
+	for _, p := range state.Processes {
+		for _, a := range p.Args {
+			if v, ok := strings.CutPrefix(a, "--metrics-bind-address="); ok && p.Name == "multislice-manager" {
+				addr = v // the last one, as the manager's flags read them
+			}
+		}
+	}
+	if addr == "" || addr == "0" {
+		return nil, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read the manager's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read the manager's metrics: %w", err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, `multislice_jobset_status_writes_total{changed="`)
+		if !ok {
+			continue
+		}
+		changed, value, ok := strings.Cut(rest, `"} `)
+		if n, err := strconv.ParseFloat(value, 64); ok && err == nil {
+			out[changed] = int(n)
+		}
+	}
+	return out, nil
 }
 
 // CPUSince formats the CPU each component used since before, busiest first.
