@@ -85,8 +85,8 @@ func OwnedByJobSets() labels.Selector {
 // fleet's view) as a Node: its name, labels, taints, cordon, deletion and
 // readiness. The rest (images, addresses, capacity, node info, the other
 // conditions and their heartbeats) is most of a Node, so 5,000 nodes stay
-// cheap. The labels' strings are shared between nodes (most nodes of a
-// pool carry the same ones); only the hostname is each node's own.
+// cheap. Its labels are one set shared by the nodes of its pool but for
+// its host name (nodelabels).
 func SlimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
