@@ -69,7 +69,7 @@ func PodOf(obj any) *corev1.Pod { return viewOf[corev1.Pod, *Pod](obj) }
 
 // Node is what the caches keep of a node (SlimNode): a corev1.Node's
 // struct alone is 784 bytes and its map of labels about 700 more; this is
-// about 400 with its labels (nodelabels: a pool's hosts share them). Like
+// about 600 with its strings (its labels shared by its pool: nodelabels). Like
 // Pod, it leaves the cache as a *corev1.Node: copied by DeepCopyObject
 // for the cache's Get and List, shared (NodeOf) with event handlers.
 type Node struct {
