@@ -14,6 +14,15 @@ func pool(p, host string) map[string]string {
 		"cloud.google.com/gke-nodepool": p, "cloud.google.com/gke-tpu-topology": "4x4"}
 }
 
+// host is a host of pool p with 13 labels, as a simulated TPU host has.
+func host(p, name string) map[string]string {
+	m := pool(p, name)
+	for j := range 9 {
+		m[fmt.Sprintf("example.com/label-%d", j)] = "value"
+	}
+	return m
+}
+
 func TestLabels(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -78,8 +87,8 @@ func TestEqual(t *testing.T) {
 func TestAPoolSharesOneSet(t *testing.T) {
 	var hosts []Labels
 	for i := range 16 {
-		host := fmt.Sprintf("gke-shared-%d", i)
-		hosts = append(hosts, Of(host, pool("shared", host)))
+		name := fmt.Sprintf("gke-shared-%d", i)
+		hosts = append(hosts, Of(name, pool("shared", name)))
 	}
 	for _, h := range hosts[1:] {
 		if h.common != hosts[0].common {
@@ -106,12 +115,8 @@ func TestAPoolSharesOneSet(t *testing.T) {
 func TestLabelsAreSmall(t *testing.T) {
 	labelsOf := func(i int) (string, map[string]string) {
 		p := fmt.Sprintf("pool-%d", i/16)
-		host := fmt.Sprintf("gke-%s-%d", p, i%16)
-		m := pool(p, host)
-		for j := range 9 {
-			m[fmt.Sprintf("example.com/label-%d", j)] = "value"
-		}
-		return host, m
+		name := fmt.Sprintf("gke-%s-%d", p, i%16)
+		return name, host(p, name)
 	}
 	const n = 5120
 	measure := func(keep func(i int, host string, m map[string]string) any) uint64 {
@@ -144,10 +149,7 @@ func TestLabelsAreSmall(t *testing.T) {
 // BenchmarkOf is what a node's update event costs placement and the
 // cache (each makes its labels once).
 func BenchmarkOf(b *testing.B) {
-	m := pool("p", "gke-p-0")
-	for j := range 9 {
-		m[fmt.Sprintf("example.com/label-%d", j)] = "value"
-	}
+	m := host("p", "gke-p-0")
 	keep := Of("gke-p-0", m)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -158,11 +160,7 @@ func BenchmarkOf(b *testing.B) {
 
 // BenchmarkMap is what a view or a copy of a cached node costs.
 func BenchmarkMap(b *testing.B) {
-	m := pool("p", "gke-p-0")
-	for j := range 9 {
-		m[fmt.Sprintf("example.com/label-%d", j)] = "value"
-	}
-	l := Of("gke-p-0", m)
+	l := Of("gke-p-0", host("p", "gke-p-0"))
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Map()
