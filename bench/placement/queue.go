@@ -63,7 +63,9 @@ type queueRound struct {
 	// ("409": a conflict, the manager's cache behind its own last write).
 	refused map[string]int
 	// changed are the manager's status writes by what each changed
-	// (its multislice_jobset_status_writes_total), "TopologyAssigned+counts".
+	// (its multislice_jobset_status_writes_total), "TopologyAssigned+counts":
+	// read from the manager just after the API server's counter, so the
+	// two can differ by the writes between the reads.
 	changed map[string]int
 }
 

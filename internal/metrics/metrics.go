@@ -97,8 +97,8 @@ func ObserveJobSetStatus(js *api.JobSet, old *api.JobSetStatus, now time.Time) {
 // the type of each condition added, removed or changed (status, reason
 // or message), "counts" (the replicated jobs' counts), "restarts" (any
 // of the restart counters, in-place attempts or execution attempts),
-// "startTime", "terminal", and "none" when nothing did. Condition types are the API's few, so the
-// names stay few.
+// "startTime", "terminal", and "none" when nothing did. Condition types
+// are the API's few, so the names stay few.
 func StatusChange(old, now *api.JobSetStatus) string {
 	var parts []string
 	seen := map[string]bool{}
