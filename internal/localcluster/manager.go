@@ -44,7 +44,10 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string, gr
 	if own := os.Getenv("MULTISLICE_MANAGER_BINARY"); own != "" {
 		exe = own // the manager-only build (cmd/multislice-manager), as the image runs it
 	}
-	if err := r.launch("multislice-manager", exe, args, webhook, metrics, probe); err != nil {
+	// e.g. GOGC=50: the Go runtime's settings for the manager alone, where
+	// the shell's would reach every component.
+	env := strings.Fields(os.Getenv("MULTISLICE_MANAGER_ENV"))
+	if err := r.launchEnv("multislice-manager", exe, args, env, webhook, metrics, probe); err != nil {
 		return err
 	}
 	// readyz includes the webhook server's TLS check, so once it passes
