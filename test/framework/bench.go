@@ -124,49 +124,54 @@ func (c *Cluster) CPU() map[string]time.Duration {
 // RSS returns a component's resident memory now and its peak so far
 // (VmRSS and VmHWM), 0 when it is not running.
 func (c *Cluster) RSS(name string) (now, peak int64) {
-	state, err := localcluster.Home(c.Home).ReadState()
-	if err != nil || state == nil {
+	p, ok := c.process(name)
+	if !ok {
 		return 0, 0
 	}
-	for _, p := range state.Processes {
-		if p.Name != name {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
 			continue
 		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
-		if err != nil {
-			return 0, 0
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			fields := strings.Fields(line)
-			if len(fields) < 2 {
-				continue
-			}
-			kib, _ := strconv.ParseInt(fields[1], 10, 64)
-			switch fields[0] {
-			case "VmRSS:":
-				now = kib << 10
-			case "VmHWM:":
-				peak = kib << 10
-			}
+		kib, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			now = kib << 10
+		case "VmHWM:":
+			peak = kib << 10
 		}
 	}
 	return now, peak
+}
+
+// process is the cluster's recorded process of that name (the last
+// started, as a restarted component is recorded again).
+func (c *Cluster) process(name string) (localcluster.Process, bool) {
+	state, err := localcluster.Home(c.Home).ReadState()
+	if err != nil || state == nil {
+		return localcluster.Process{}, false
+	}
+	for i := len(state.Processes) - 1; i >= 0; i-- {
+		if state.Processes[i].Name == name {
+			return state.Processes[i], true
+		}
+	}
+	return localcluster.Process{}, false
 }
 
 // StatusWrites returns the manager's JobSet status writes so far, by what
 // each changed (multislice_jobset_status_writes_total), read from the
 // metrics endpoint its arguments name; nil when it serves none.
 func (c *Cluster) StatusWrites(ctx context.Context) (map[string]int, error) {
-	state, err := localcluster.Home(c.Home).ReadState()
-	if err != nil || state == nil {
-		return nil, err
-	}
+	p, _ := c.process("multislice-manager")
 	addr := ""
-	for _, p := range state.Processes {
-		for _, a := range p.Args {
-			if v, ok := strings.CutPrefix(a, "--metrics-bind-address="); ok && p.Name == "multislice-manager" {
-				addr = v // the last one, as the manager's flags read them
-			}
+	for _, a := range p.Args {
+		if v, ok := strings.CutPrefix(a, "--metrics-bind-address="); ok {
+			addr = v // the last one, as the manager's flags read them
 		}
 	}
 	if addr == "" || addr == "0" {
@@ -186,17 +191,41 @@ func (c *Cluster) StatusWrites(ctx context.Context) (map[string]int, error) {
 		return nil, fmt.Errorf("read the manager's metrics: %w", err)
 	}
 	out := map[string]int{}
+	for _, s := range samples(body, "multislice_jobset_status_writes_total") {
+		out[s.labels["changed"]] += int(s.value)
+	}
+	return out, nil
+}
+
+// sample is one line of a Prometheus text exposition: its labels and value.
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+// samples are the lines of metric in body. Label values are taken as
+// written between their quotes: those read here hold no comma or escape.
+func samples(body []byte, metric string) []sample {
+	var out []sample
 	for _, line := range strings.Split(string(body), "\n") {
-		rest, ok := strings.CutPrefix(line, `multislice_jobset_status_writes_total{changed="`)
+		rest, ok := strings.CutPrefix(line, metric+"{")
 		if !ok {
 			continue
 		}
-		changed, value, ok := strings.Cut(rest, `"} `)
-		if n, err := strconv.ParseFloat(value, 64); ok && err == nil {
-			out[changed] = int(n)
+		labels, value, ok := strings.Cut(rest, "} ")
+		n, err := strconv.ParseFloat(value, 64)
+		if !ok || err != nil {
+			continue
 		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				l[k] = strings.Trim(v, `"`)
+			}
+		}
+		out = append(out, sample{l, n})
 	}
-	return out, nil
+	return out
 }
 
 // CPUSince formats the CPU each component used since before, busiest first.
@@ -246,24 +275,10 @@ func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 		return nil, fmt.Errorf("read the API server's metrics: %w", err)
 	}
 	out := map[string]int{}
-	for _, line := range strings.Split(string(body), "\n") {
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		l := map[string]string{}
-		for _, kv := range strings.Split(labels, ",") {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				l[k] = strings.Trim(v, `"`)
-			}
-		}
+	for _, s := range samples(body, "apiserver_request_total") {
+		l := s.labels
 		verb := writeVerbs[l["verb"]]
-		n, err := strconv.ParseFloat(value, 64)
-		if verb == "" || err != nil {
+		if verb == "" {
 			continue
 		}
 		resource := l["resource"]
@@ -274,7 +289,7 @@ func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 		if code := l["code"]; !strings.HasPrefix(code, "2") {
 			key += " " + code
 		}
-		out[key] += int(n)
+		out[key] += int(s.value)
 	}
 	return out, nil
 }

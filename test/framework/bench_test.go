@@ -1,0 +1,35 @@
+package framework
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestSamples(t *testing.T) {
+	body := []byte(`# HELP apiserver_request_total Counter of apiserver requests.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",verb="POST",resource="pods",subresource=""} 12
+apiserver_request_total{code="404",verb="DELETE",resource="pods",subresource=""} 3e+00
+apiserver_request_total_other{code="200"} 5
+multislice_jobset_status_writes_total{changed="TopologyAssigned+counts"} 310
+multislice_jobset_status_writes_total{changed="counts"} 1.5e+03
+`)
+	for _, tc := range []struct {
+		metric string
+		want   []sample
+	}{
+		{"apiserver_request_total", []sample{
+			{map[string]string{"code": "201", "verb": "POST", "resource": "pods", "subresource": ""}, 12},
+			{map[string]string{"code": "404", "verb": "DELETE", "resource": "pods", "subresource": ""}, 3},
+		}},
+		{"multislice_jobset_status_writes_total", []sample{
+			{map[string]string{"changed": "TopologyAssigned+counts"}, 310},
+			{map[string]string{"changed": "counts"}, 1500},
+		}},
+		{"missing_total", nil},
+	} {
+		if got := samples(body, tc.metric); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("samples(%s) = %v, want %v", tc.metric, got, tc.want)
+		}
+	}
+}
