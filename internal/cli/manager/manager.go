@@ -47,6 +47,7 @@ func NewCmdManager(s program.Streams, runF func(context.Context, *Options) error
 func managerRun(ctx context.Context, o *Options) error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(o.Err)))
 	manager.SetMemoryLimit(ctrl.Log)
+	manager.SetGCPercent()
 	mo, cfg, err := o.Flags.Complete()
 	if err != nil {
 		return err

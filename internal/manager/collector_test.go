@@ -62,6 +62,41 @@ func TestHelperSetMemoryLimit(t *testing.T) {
 	fmt.Printf("memory limit: %d\n", debug.SetMemoryLimit(-1))
 }
 
+// TestSetGCPercent runs a process that calls SetGCPercent with and without
+// GOGC in its environment and reads the collector's target back.
+func TestSetGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want string
+	}{
+		{"", "50"},
+		{"GOGC=100", "100"},
+		{"GOGC=off", "-1"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSetGCPercent$")
+		cmd.Env = []string{"MULTISLICE_TEST_GOGC=1"} // none of this shell's GOGC
+		if tc.env != "" {
+			cmd.Env = append(cmd.Env, tc.env)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.env, err, out)
+		}
+		if !strings.Contains(string(out), "gc percent: "+tc.want+"\n") {
+			t.Errorf("%q: want the collector's target %s\n%s", tc.env, tc.want, out)
+		}
+	}
+}
+
+// TestHelperSetGCPercent is the process above: it runs only when asked to.
+func TestHelperSetGCPercent(t *testing.T) {
+	if os.Getenv("MULTISLICE_TEST_GOGC") != "1" {
+		t.Skip("a helper process")
+	}
+	SetGCPercent()
+	fmt.Printf("gc percent: %d\n", debug.SetGCPercent(100))
+}
+
 // memoryCgroup makes a memory cgroup for the test (v1 or v2), removed at
 // its end, and names the file that limits it; it skips where it cannot.
 func memoryCgroup(t *testing.T) (dir, limitFile string) {
