@@ -31,8 +31,8 @@ func SetMemoryLimit(log logr.Logger) {
 // gcPercent is the manager's GOGC. Most of its heap is its caches, which
 // live as long as it does, so Go's default (100) lets the heap grow by
 // that much again between collections. At 5,120 simulated hosts 50 kept
-// the manager's RSS at 89-90 MiB where 100 reached 98-103 MiB, for about
-// twice the collections and a tenth more CPU (docs/performance.md).
+// the manager's RSS at 89 MiB at a round's end where 100 reached 103-104
+// MiB, for twice the collections and a tenth more CPU (docs/performance.md).
 const gcPercent = 50
 
 // SetGCPercent sets the collector's target to gcPercent, unless GOGC is
