@@ -44,7 +44,7 @@ func (r *Running) StartManager(ctx context.Context, exe, featureGates string, gr
 	if own := os.Getenv("MULTISLICE_MANAGER_BINARY"); own != "" {
 		exe = own // the manager-only build (cmd/multislice-manager), as the image runs it
 	}
-	// e.g. GOGC=50: the Go runtime's settings for the manager alone, where
+	// e.g. GOGC=100: the Go runtime's settings for the manager alone, where
 	// the shell's would reach every component.
 	env := strings.Fields(os.Getenv("MULTISLICE_MANAGER_ENV"))
 	if err := r.launchEnv("multislice-manager", exe, args, env, webhook, metrics, probe); err != nil {
