@@ -44,7 +44,7 @@ func TestAutoRepair(t *testing.T) {
 				return false, err.Error()
 			}
 			if int(got.Status.Restarts) > attempt {
-				detected = time.Since(began)
+				detected = time.Since(faultAt(out, began))
 				return true, ""
 			}
 			return false, fmt.Sprintf("restarts %d after %s", got.Status.Restarts, fault)
@@ -69,6 +69,27 @@ func TestAutoRepair(t *testing.T) {
 			return strings.Contains(out, "(4 slices + 1 spare healthy"), out
 		})
 	}
+}
+
+// faultAt is when `multislice chaos` says it made the fault (its output
+// opens with the time of day, UTC), or began if it does not say: the
+// detection is timed from the fault, not from the command's start, which
+// on a busy machine took a second of its own.
+func faultAt(out string, began time.Time) time.Time {
+	f := strings.Fields(out)
+	if len(f) == 0 {
+		return began
+	}
+	clock, err := time.Parse("15:04:05.000", f[0])
+	if err != nil {
+		return began
+	}
+	day := began.UTC()
+	at := time.Date(day.Year(), day.Month(), day.Day(), clock.Hour(), clock.Minute(), clock.Second(), clock.Nanosecond(), time.UTC)
+	if at.Before(began.Add(-time.Hour)) { // past midnight since began
+		at = at.AddDate(0, 0, 1)
+	}
+	return at
 }
 
 // TestRepairWaitsForCapacity: with no spare pool and no spare capacity, a
@@ -209,4 +230,24 @@ func TestFailedSliceStopsItsPods(t *testing.T) {
 		return n == 0, fmt.Sprintf("%d pods of the failed JobSet still Running", n)
 	})
 	t.Logf("failed slice, no restart left: JobSet failed and all its pods stopped %.1fs after the fault", time.Since(began).Seconds())
+}
+
+func TestFaultAt(t *testing.T) {
+	began := time.Date(2026, 12, 7, 11, 29, 36, 0, time.UTC)
+	for _, tc := range []struct {
+		out  string
+		want time.Time
+	}{
+		{"11:29:37.327 pod default/p exits with code 137\n", time.Date(2026, 12, 7, 11, 29, 37, 327e6, time.UTC)},
+		{"no time here", began},
+		{"", began},
+	} {
+		if got := faultAt(tc.out, began); !got.Equal(tc.want) {
+			t.Errorf("faultAt(%q) = %s, want %s", tc.out, got, tc.want)
+		}
+	}
+	late := time.Date(2026, 12, 7, 23, 59, 59, 0, time.UTC)
+	if got, want := faultAt("00:00:00.500 x", late), time.Date(2026, 12, 8, 0, 0, 0, 500e6, time.UTC); !got.Equal(want) {
+		t.Errorf("past midnight: %s, want %s", got, want)
+	}
 }
