@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	api "github.com/multislice/multislice/api/jobset/v1alpha2"
+	"github.com/multislice/multislice/internal/cli/chaos"
 	"github.com/multislice/multislice/test/framework"
 )
 
@@ -80,7 +81,7 @@ func faultAt(out string, began time.Time) time.Time {
 	if len(f) == 0 {
 		return began
 	}
-	clock, err := time.Parse("15:04:05.000", f[0])
+	clock, err := time.Parse(chaos.TimeLayout, f[0])
 	if err != nil {
 		return began
 	}

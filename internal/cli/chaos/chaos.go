@@ -94,7 +94,7 @@ func faultRun(ctx context.Context, o *FaultOptions) error {
 		if err := c.Notice(ctx, o.Pool); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.F.Out, "%s maintenance notice on %s; the maintenance starts in %s\n", time.Now().UTC().Format("15:04:05.000"), o.Pool, o.LeadTime)
+		fmt.Fprintf(o.F.Out, "%s maintenance notice on %s; the maintenance starts in %s\n", stamp(), o.Pool, o.LeadTime)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -105,9 +105,15 @@ func faultRun(ctx context.Context, o *FaultOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.F.Out, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), what)
+	fmt.Fprintf(o.F.Out, "%s %s\n", stamp(), what)
 	return nil
 }
+
+// TimeLayout is the time of day, UTC, that opens each line chaos prints
+// about a fault: when it was made, for tests and scripts timing what follows.
+const TimeLayout = "15:04:05.000"
+
+func stamp() string { return time.Now().UTC().Format(TimeLayout) }
 
 // CapacityOptions is `chaos capacity`'s command line.
 type CapacityOptions struct {

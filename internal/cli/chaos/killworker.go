@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +63,7 @@ sees the container exit, and the JobSet's failure policy restarts it.`,
 				if err != nil {
 					return fmt.Errorf("pod %s (container %s): %w", p.Name, container, err)
 				}
-				fmt.Fprintf(f.Out, "%s killed %s of pod %s on %s (pids %s)\n", time.Now().UTC().Format("15:04:05.000"),
+				fmt.Fprintf(f.Out, "%s killed %s of pod %s on %s (pids %s)\n", stamp(),
 					strings.TrimSuffix(w.Prefix(), " "), p.Name, p.Spec.NodeName, joinInts(pids))
 				return nil
 			}
