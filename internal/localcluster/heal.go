@@ -22,6 +22,12 @@ import (
 // controlPlane are the components whose outage every client notices.
 var controlPlane = []string{"etcd", "kube-apiserver"}
 
+// InControlPlane says whether the named component is one whose outage
+// every client notices (etcd, kube-apiserver).
+func InControlPlane(component string) bool {
+	return slices.Contains(controlPlane, component)
+}
+
 // backingOff are the components restarted after an outage of the control
 // plane, because a client-go informer backs off after every break of its
 // watch, not only after failures: each ListAndWatch that returns doubles
@@ -73,7 +79,7 @@ func Heal(h Home) ([]string, error) {
 	}
 	outage := false
 	for i, p := range st.Processes {
-		if slices.Contains(controlPlane, p.Name) && !p.alive() {
+		if InControlPlane(p.Name) && !p.alive() {
 			outage = true
 			if err := restart(i); err != nil {
 				return healed, err
@@ -87,7 +93,7 @@ func Heal(h Home) ([]string, error) {
 	}
 	var todo []int
 	for i, p := range st.Processes {
-		if !slices.Contains(controlPlane, p.Name) && (!p.alive() || outage && slices.Contains(backingOff, p.Name)) {
+		if !InControlPlane(p.Name) && (!p.alive() || outage && slices.Contains(backingOff, p.Name)) {
 			todo = append(todo, i)
 		}
 	}

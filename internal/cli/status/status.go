@@ -93,7 +93,7 @@ const (
 // fleetDeadline is how long the fleet's part of `status` may take with
 // the components in down stopped.
 func fleetDeadline(down []string) time.Duration {
-	if slices.Contains(down, "etcd") || slices.Contains(down, "kube-apiserver") {
+	if slices.ContainsFunc(down, localcluster.InControlPlane) {
 		return servingDownTimeout
 	}
 	return fleetTimeout
