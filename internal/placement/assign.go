@@ -116,14 +116,24 @@ func Assign(req Request, domains []Domain) Result {
 	return Result{Why: why}
 }
 
-// matchInOneGroup matches the Jobs within one multislice group: the group
-// with the fewest suitable free domains that still fits (best fit), so
-// large groups stay whole for large workloads.
+// matchInOneGroup matches the Jobs within one multislice group: first the
+// group that has most of the Jobs' previous domains (so a Job keeps its
+// domain while it is fit, whichever group best fit would pick now), then
+// the group with the fewest suitable free domains that still fits (best
+// fit), so large groups stay whole for large workloads.
 func matchInOneGroup(req Request, usable []Domain) (map[string]string, string) {
 	groups := map[string][]Domain{}
+	groupOf := map[string]string{}
 	for _, d := range usable {
 		if d.Group != "" {
 			groups[d.Group] = append(groups[d.Group], d)
+			groupOf[d.Value] = d.Group
+		}
+	}
+	kept := map[string]int{}
+	for _, j := range req.Jobs {
+		if g, ok := groupOf[j.Previous]; ok && j.Previous != "" {
+			kept[g]++
 		}
 	}
 	names := make([]string, 0, len(groups))
@@ -133,6 +143,9 @@ func matchInOneGroup(req Request, usable []Domain) (map[string]string, string) {
 		fitting[g] = countFits(req.Jobs[0], ds)
 	}
 	sort.Slice(names, func(i, j int) bool {
+		if ki, kj := kept[names[i]], kept[names[j]]; ki != kj {
+			return ki > kj
+		}
 		if ci, cj := fitting[names[i]], fitting[names[j]]; ci != cj {
 			return ci < cj
 		}

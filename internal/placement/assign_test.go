@@ -167,6 +167,24 @@ func TestAssignKeepsPreviousDomains(t *testing.T) {
 	}
 }
 
+// A Job keeps its previous domain when best fit would now pick another
+// group: a second look at a JobSet whose Job was just created (the cache
+// not showing it yet) must not move the Job's reservation elsewhere.
+func TestAssignKeepsPreviousGroup(t *testing.T) {
+	req := slices("a", 1, true)
+	req.Jobs[0].Previous = "g2-np-0"
+	got := Assign(req, fleet("g1:2,g2:2"))
+	if got.Domains["a-slice-0"] != "g2-np-0" {
+		t.Fatalf("the Job's fit previous domain g2-np-0 was given up: %v", got.Domains)
+	}
+	// Gone bad, it is replaced as best fit says, in any group.
+	d := fleet("g1:1,g2:2")
+	d[1].Nodes[0].Healthy = false
+	if got := Assign(req, d); got.Domains["a-slice-0"] != "g1-np-0" {
+		t.Fatalf("unhealthy previous domain: got %v, want the best fit g1-np-0", got.Domains)
+	}
+}
+
 // Property: whatever the fleet and holders, an assignment never reuses a
 // domain, never uses a held or unhealthy one, and with SameGroup never
 // spans groups.
