@@ -3,6 +3,7 @@ package placement
 import (
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -41,6 +42,7 @@ type Cache struct {
 	jobs    map[string]pinnedJob                    // pinned child Job (namespace/name)
 	keys    map[string]*keyDomains                  // topology key -> its domains, from the first Snapshot on
 	held    map[string]map[string]map[string]string // JobSet -> key -> Job name -> domain, reserved by a decision
+	attempt map[string]string                       // JobSet -> the restart attempt its reservations are for
 	waiting map[string]Waiter                       // by JobSet
 }
 
@@ -57,6 +59,7 @@ type pinnedJob struct {
 	jobSet   string    // namespace/name
 	uid      types.UID // the JobSet's
 	name     string
+	attempt  string // the JobSet's restart attempt it was created at
 	key      string // its exclusive-topology key
 	selector map[string]string
 }
@@ -80,7 +83,7 @@ type domainEntry struct {
 func NewCache(groupLabel string) *Cache {
 	return &Cache{GroupLabel: groupLabel, nodes: map[string]Node{}, podsOn: map[string][]podOn{},
 		podNode: map[string]string{}, jobs: map[string]pinnedJob{}, keys: map[string]*keyDomains{},
-		held: map[string]map[string]map[string]string{}, waiting: map[string]Waiter{}}
+		held: map[string]map[string]map[string]string{}, attempt: map[string]string{}, waiting: map[string]Waiter{}}
 }
 
 // SetNode records a node added or changed.
@@ -160,9 +163,10 @@ func (c *Cache) SetJob(j *batchv1.Job) {
 		}
 		return
 	}
-	pin := pinnedJob{jobSet: j.Namespace + "/" + j.Labels[api.JobSetNameKey], uid: types.UID(j.Labels[api.JobSetUIDKey]), name: j.Name, key: key, selector: sel}
+	pin := pinnedJob{jobSet: j.Namespace + "/" + j.Labels[api.JobSetNameKey], uid: types.UID(j.Labels[api.JobSetUIDKey]), name: j.Name,
+		attempt: j.Labels[api.RestartsKey], key: key, selector: sel}
 	if had {
-		if old.key == key && maps.Equal(old.selector, sel) && old.uid == pin.uid {
+		if old.key == key && maps.Equal(old.selector, sel) && old.uid == pin.uid && old.attempt == pin.attempt {
 			return
 		}
 		c.unpin(name, old)
@@ -171,6 +175,32 @@ func (c *Cache) SetJob(j *batchv1.Job) {
 	if kd := c.keys[key]; kd != nil {
 		kd.domain(pin.domain()).pins[name] = pin
 	}
+	c.fulfil(pin)
+}
+
+// fulfil ends the reservation of a Job that now exists, pinned, at the
+// attempt it was reserved for: its pin holds its domain from then on. A
+// second decision made before the controller saw the Job could have
+// reserved another domain for it, and the JobSet would hold both for as
+// long as it runs.
+func (c *Cache) fulfil(j pinnedJob) {
+	jobs := c.held[j.jobSet][j.key]
+	d, reserved := jobs[j.name]
+	if !reserved || c.attempt[j.jobSet] != j.attempt {
+		return
+	}
+	c.held[j.jobSet] = maps.Clone(c.held[j.jobSet]) // snapshots share the maps
+	c.held[j.jobSet][j.key] = without(jobs, j.name)
+	if d != j.domain() {
+		c.wakeWaiting() // the domain reserved elsewhere is free
+	}
+}
+
+// without is a copy of jobs without job.
+func without(jobs map[string]string, job string) map[string]string {
+	out := maps.Clone(jobs)
+	delete(out, job)
+	return out
 }
 
 // DeleteJob forgets a Job.
@@ -259,13 +289,13 @@ func (c *Cache) removePod(pod, node string) {
 	}
 }
 
-// Hold reserves domains for a JobSet's Jobs (key -> Job name -> domain),
-// those not created yet included, and takes it off the queue. A key not
-// named keeps its reservations (a JobSet places its replicated jobs of
-// different keys at different times, e.g. with startupPolicy InOrder).
-// The maps are the cache's from then on: snapshots share them, so nobody
-// may change them.
-func (c *Cache) Hold(jobSet string, byKey map[string]map[string]string) {
+// Hold reserves domains for a JobSet's Jobs of restart attempt attempt
+// (key -> Job name -> domain) until they exist, pinned (SetJob), and takes
+// it off the queue. A key not named keeps its reservations (a JobSet places
+// its replicated jobs of different keys at different times, e.g. with
+// startupPolicy InOrder). The maps are the cache's from then on: snapshots
+// share them, so nobody may change them.
+func (c *Cache) Hold(jobSet, attempt string, byKey map[string]map[string]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.waiting, jobSet)
@@ -273,8 +303,18 @@ func (c *Cache) Hold(jobSet string, byKey map[string]map[string]string) {
 	if held == nil {
 		held = map[string]map[string]string{}
 	}
-	maps.Copy(held, byKey)
+	ns, _, _ := strings.Cut(jobSet, "/")
+	for key, jobs := range byKey {
+		for job := range jobs {
+			// Seen already: the Job exists, its pin holds its domain.
+			if pin, ok := c.jobs[ns+"/"+job]; ok && pin.jobSet == jobSet && pin.key == key && pin.attempt == attempt {
+				jobs = without(jobs, job)
+			}
+		}
+		held[key] = jobs
+	}
 	c.held[jobSet] = held
+	c.attempt[jobSet] = attempt
 }
 
 // Wait queues a JobSet that found no domains.
@@ -293,6 +333,7 @@ func (c *Cache) Release(jobSet string) {
 	_, held := c.held[jobSet]
 	delete(c.waiting, jobSet)
 	delete(c.held, jobSet)
+	delete(c.attempt, jobSet)
 	if waited || held {
 		c.wakeWaiting() // its domains are free, or those behind it move up
 	}

@@ -157,7 +157,7 @@ func TestCacheMemoryAndWakeups(t *testing.T) {
 	c := fleetCache(2)
 	var woken []string
 	c.Wake = func(js string) { woken = append(woken, js) }
-	c.Hold("ns/a", map[string]map[string]string{pool: {"a-slice-0": "np-0"}})
+	c.Hold("ns/a", "0", map[string]map[string]string{pool: {"a-slice-0": "np-0"}})
 	c.Wait(Waiter{JobSet: "ns/b"})
 	s, _ := c.Snapshot(pool, "ns/b", "b")
 	if s.Held["ns/a"]["a-slice-0"] != "np-0" || len(s.Waiting) != 1 {
@@ -178,13 +178,13 @@ func TestCacheMemoryAndWakeups(t *testing.T) {
 	if len(woken) != 3 {
 		t.Fatalf("a pod gone and a node back woke %d times, want 3: %v", len(woken), woken)
 	}
-	c.Hold("ns/b", map[string]map[string]string{pool: {"b-slice-0": "np-1"}})
+	c.Hold("ns/b", "0", map[string]map[string]string{pool: {"b-slice-0": "np-1"}})
 	if got := c.Waiting(); len(got) != 0 {
 		t.Fatalf("still waiting after Hold: %v", got)
 	}
 	// A reservation of another key (a Pathways head by hostname) is not one
 	// of this key's, and a later Hold of one key keeps the other's.
-	c.Hold("ns/b", map[string]map[string]string{"kubernetes.io/hostname": {"b-head-0": "np-1-0"}})
+	c.Hold("ns/b", "0", map[string]map[string]string{"kubernetes.io/hostname": {"b-head-0": "np-1-0"}})
 	s, _ = c.Snapshot(pool, "ns/c", "c")
 	if s.Held["ns/b"]["b-slice-0"] != "np-1" || s.Held["ns/b"]["b-head-0"] != "" {
 		t.Fatalf("pool snapshot holds %v, want only b-slice-0 on np-1", s.Held["ns/b"])
@@ -210,4 +210,54 @@ func TestPinHoldsOnlyItsKey(t *testing.T) {
 	if mine["pw-head-0"] != "np-0-0" {
 		t.Errorf("own pins by hostname %v, want pw-head-0 on np-0-0", mine)
 	}
+}
+
+// TestReservationEndsWhenJobExists: a reservation lasts until its Job of
+// the attempt exists, pinned; from then on the pin holds the domain. A
+// reservation a second decision moved elsewhere (the controller not
+// seeing the Job yet) is not held too; a Job of an older attempt, still
+// going, does not end its successor's reservation.
+func TestReservationEndsWhenJobExists(t *testing.T) {
+	atAttempt := func(j *batchv1.Job, attempt string) *batchv1.Job {
+		j.Labels[api.RestartsKey] = attempt
+		return j
+	}
+	held := func(c *Cache) map[string]string {
+		s, _ := c.Snapshot(pool, "ns/b", "b")
+		return s.Held["ns/a"]
+	}
+	t.Run("the Job after the hold", func(t *testing.T) {
+		c := fleetCache(3)
+		var woken []string
+		c.Wake = func(js string) { woken = append(woken, js) }
+		c.Wait(Waiter{JobSet: "ns/b"})
+		c.Hold("ns/a", "0", map[string]map[string]string{pool: {"a-slice-0": "np-1", "a-slice-1": "np-2"}})
+		c.SetJob(atAttempt(pinned("ns", "a", "a", "a-slice-0", "np-0"), "0"))
+		if got := held(c); fmt.Sprint(got) != "map[a-slice-1:np-2]" {
+			t.Fatalf("reservations %v, want only a-slice-1's (not created yet)", got)
+		}
+		s, _ := c.Snapshot(pool, "ns/b", "b")
+		if got := holders(s); got["np-0"] != "ns/a" || got["np-1"] != "" {
+			t.Fatalf("holders %v: want np-0 held by a's pin, np-1 free", got)
+		}
+		if len(woken) != 1 {
+			t.Fatalf("the freed reservation woke %v, want ns/b once", woken)
+		}
+	})
+	t.Run("the Job before the hold", func(t *testing.T) {
+		c := fleetCache(3)
+		c.SetJob(atAttempt(pinned("ns", "a", "a", "a-slice-0", "np-0"), "1"))
+		c.Hold("ns/a", "1", map[string]map[string]string{pool: {"a-slice-0": "np-1"}})
+		if got := held(c); len(got) != 0 {
+			t.Fatalf("reservations %v for a Job that exists", got)
+		}
+	})
+	t.Run("an older attempt's Job", func(t *testing.T) {
+		c := fleetCache(3)
+		c.Hold("ns/a", "2", map[string]map[string]string{pool: {"a-slice-0": "np-1"}})
+		c.SetJob(atAttempt(pinned("ns", "a", "a", "a-slice-0", "np-0"), "1"))
+		if got := held(c); got["a-slice-0"] != "np-1" {
+			t.Fatalf("reservations %v: the successor's np-1 was dropped", got)
+		}
+	})
 }

@@ -269,13 +269,17 @@ func dynamicRunning(t *testing.T, c *framework.Cluster, name string, attempt, n 
 			return false, err.Error()
 		}
 		running = running[:0]
+		var others []string // what a timeout shows of the pods not Running
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 				running = append(running, p)
+			} else if len(others) < 4 {
+				others = append(others, fmt.Sprintf("%s (%s on %q, deleting %v, attempt %s)", p.Name, p.Status.Phase, p.Spec.NodeName,
+					p.DeletionTimestamp != nil, p.Labels[api.RestartsKey]))
 			}
 		}
 		js := getJobSet(t, c, name)
-		return len(running) == n, fmt.Sprintf("%d of %d pods Running at attempt %d; conditions %+v", len(running), n, attempt, js.Status.Conditions)
+		return len(running) == n, fmt.Sprintf("%d of %d pods Running at attempt %d, others %v; conditions %+v", len(running), n, attempt, others, js.Status.Conditions)
 	})
 	nodes, err := c.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {

@@ -169,8 +169,19 @@ func (r *Reconciler) remember(js *api.JobSet, p *policy.Plan) {
 	case p.ReleaseDomains:
 		r.Domains.Release(name)
 	case p.HoldDomains != nil:
-		r.Domains.Hold(name, p.HoldDomains)
+		r.Domains.Hold(name, placedAttempt(p), p.HoldDomains)
 	case p.WaitForDomains != nil:
 		r.Domains.Wait(*p.WaitForDomains)
 	}
+}
+
+// placedAttempt is the restart attempt of the Jobs a plan places: their
+// reservations last until the Jobs of that attempt exist.
+func placedAttempt(p *policy.Plan) string {
+	for _, jobs := range [][]*batchv1.Job{p.Create, p.Resume, p.Pending} {
+		if len(jobs) > 0 {
+			return jobs[0].Labels[api.RestartsKey]
+		}
+	}
+	return ""
 }
