@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -172,8 +173,14 @@ var (
 	// real host's kubelet given it had its pods' logs answered by the
 	// simulator (once in CI).
 	handed = map[int]bool{sim.KubeletPort: true}
+	claims []net.Listener // held, never closed: see handOut
 )
 
+// handOut claims port p for this process: once within it, and on the
+// host against other processes picking at the same time (parallel tests'
+// `up`s), whose check would find p free until its component binds it. The
+// host-wide claim is an abstract unix socket named after the port, held
+// while this process lives, so it ends with the process, leaving nothing.
 func handOut(p int) bool {
 	handedMu.Lock()
 	defer handedMu.Unlock()
@@ -181,6 +188,13 @@ func handOut(p int) bool {
 		return false
 	}
 	handed[p] = true
+	claim, err := net.Listen("unix", "@multislice-port-"+strconv.Itoa(p))
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return false // another process's
+	}
+	if err == nil {
+		claims = append(claims, claim)
+	}
 	return true
 }
 

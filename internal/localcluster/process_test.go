@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -83,5 +84,27 @@ func TestUnixListening(t *testing.T) {
 func TestKubeletPortNeverHandedOut(t *testing.T) {
 	if handOut(sim.KubeletPort) {
 		t.Errorf("port %d, the simulated kubelets', was handed out", sim.KubeletPort)
+	}
+}
+
+// A port another process claimed (here: its claim made by hand) is not
+// handed out: parallel `up`s once gave two clusters the same port, and the
+// second's component found it bound.
+func TestPortClaimedElsewhereNotHandedOut(t *testing.T) {
+	p, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := p + 1
+	other, err := net.Listen("unix", "@multislice-port-"+strconv.Itoa(next))
+	if err != nil {
+		t.Skipf("no abstract unix sockets: %v", err)
+	}
+	defer other.Close()
+	if handOut(next) {
+		t.Errorf("port %d, claimed by another process, was handed out", next)
+	}
+	if handOut(p) {
+		t.Errorf("port %d was handed out twice", p)
 	}
 }
