@@ -175,31 +175,30 @@ func (c *Cache) SetJob(j *batchv1.Job) {
 	if kd := c.keys[key]; kd != nil {
 		kd.domain(pin.domain()).pins[name] = pin
 	}
-	c.fulfil(pin)
+	c.follow(pin)
 }
 
-// fulfil ends the reservation of a Job that now exists, pinned, at the
-// attempt it was reserved for: its pin holds its domain from then on. A
-// second decision made before the controller saw the Job could have
-// reserved another domain for it, and the JobSet would hold both for as
-// long as it runs.
-func (c *Cache) fulfil(j pinnedJob) {
+// follow moves the reservation of a Job that now exists, pinned, at the
+// attempt it was reserved for, to the domain it is pinned to. A second
+// decision made before the controller saw the Job could have reserved
+// another domain for it, and the JobSet would hold both for as long as it
+// runs. The reservation stays: it keeps the domain the JobSet's while the
+// Job, failed, holds no pin, until the restart places its successor.
+func (c *Cache) follow(j pinnedJob) {
 	jobs := c.held[j.jobSet][j.key]
 	d, reserved := jobs[j.name]
-	if !reserved || c.attempt[j.jobSet] != j.attempt {
+	if !reserved || d == j.domain() || c.attempt[j.jobSet] != j.attempt {
 		return
 	}
 	c.held[j.jobSet] = maps.Clone(c.held[j.jobSet]) // snapshots share the maps
-	c.held[j.jobSet][j.key] = without(jobs, j.name)
-	if d != j.domain() {
-		c.wakeWaiting() // the domain reserved elsewhere is free
-	}
+	c.held[j.jobSet][j.key] = with(jobs, j.name, j.domain())
+	c.wakeWaiting() // the domain reserved elsewhere is free
 }
 
-// without is a copy of jobs without job.
-func without(jobs map[string]string, job string) map[string]string {
+// with is a copy of jobs with job on domain.
+func with(jobs map[string]string, job, domain string) map[string]string {
 	out := maps.Clone(jobs)
-	delete(out, job)
+	out[job] = domain
 	return out
 }
 
@@ -290,8 +289,9 @@ func (c *Cache) removePod(pod, node string) {
 }
 
 // Hold reserves domains for a JobSet's Jobs of restart attempt attempt
-// (key -> Job name -> domain) until they exist, pinned (SetJob), and takes
-// it off the queue. A key not named keeps its reservations (a JobSet places
+// (key -> Job name -> domain), those not created yet included; a Job that
+// exists keeps the domain it is pinned to (follow). It takes the JobSet
+// off the queue. A key not named keeps its reservations (a JobSet places
 // its replicated jobs of different keys at different times, e.g. with
 // startupPolicy InOrder). The maps are the cache's from then on: snapshots
 // share them, so nobody may change them.
@@ -306,9 +306,9 @@ func (c *Cache) Hold(jobSet, attempt string, byKey map[string]map[string]string)
 	ns, _, _ := strings.Cut(jobSet, "/")
 	for key, jobs := range byKey {
 		for job := range jobs {
-			// Seen already: the Job exists, its pin holds its domain.
-			if pin, ok := c.jobs[ns+"/"+job]; ok && pin.jobSet == jobSet && pin.key == key && pin.attempt == attempt {
-				jobs = without(jobs, job)
+			// Seen already: the Job is where its pin says.
+			if pin, ok := c.jobs[ns+"/"+job]; ok && pin.jobSet == jobSet && pin.key == key && pin.attempt == attempt && jobs[job] != pin.domain() {
+				jobs = with(jobs, job, pin.domain())
 			}
 		}
 		held[key] = jobs

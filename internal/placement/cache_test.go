@@ -212,12 +212,11 @@ func TestPinHoldsOnlyItsKey(t *testing.T) {
 	}
 }
 
-// TestReservationEndsWhenJobExists: a reservation lasts until its Job of
-// the attempt exists, pinned; from then on the pin holds the domain. A
-// reservation a second decision moved elsewhere (the controller not
-// seeing the Job yet) is not held too; a Job of an older attempt, still
-// going, does not end its successor's reservation.
-func TestReservationEndsWhenJobExists(t *testing.T) {
+// TestReservationFollowsThePin: a reservation a second decision moved
+// elsewhere (the controller not seeing the new Job yet) follows the Job's
+// pin, so the JobSet does not hold both domains; a Job of an older
+// attempt, still going, leaves its successor's reservation alone.
+func TestReservationFollowsThePin(t *testing.T) {
 	atAttempt := func(j *batchv1.Job, attempt string) *batchv1.Job {
 		j.Labels[api.RestartsKey] = attempt
 		return j
@@ -233,8 +232,8 @@ func TestReservationEndsWhenJobExists(t *testing.T) {
 		c.Wait(Waiter{JobSet: "ns/b"})
 		c.Hold("ns/a", "0", map[string]map[string]string{pool: {"a-slice-0": "np-1", "a-slice-1": "np-2"}})
 		c.SetJob(atAttempt(pinned("ns", "a", "a", "a-slice-0", "np-0"), "0"))
-		if got := held(c); fmt.Sprint(got) != "map[a-slice-1:np-2]" {
-			t.Fatalf("reservations %v, want only a-slice-1's (not created yet)", got)
+		if got := held(c); fmt.Sprint(got) != "map[a-slice-0:np-0 a-slice-1:np-2]" {
+			t.Fatalf("reservations %v, want a-slice-0's where it is pinned, a-slice-1's (not created yet) as held", got)
 		}
 		s, _ := c.Snapshot(pool, "ns/b", "b")
 		if got := holders(s); got["np-0"] != "ns/a" || got["np-1"] != "" {
@@ -243,13 +242,21 @@ func TestReservationEndsWhenJobExists(t *testing.T) {
 		if len(woken) != 1 {
 			t.Fatalf("the freed reservation woke %v, want ns/b once", woken)
 		}
+		// Failed, the Job holds no pin; the reservation keeps its domain
+		// for the restart.
+		failed := atAttempt(pinned("ns", "a", "a", "a-slice-0", "np-0"), "0")
+		failed.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}
+		c.SetJob(failed)
+		if s, _ := c.Snapshot(pool, "ns/a", "a"); s.Held["ns/a"]["a-slice-0"] != "np-0" {
+			t.Fatalf("a failed Job's reservation %v, want np-0 kept", s.Held["ns/a"])
+		}
 	})
 	t.Run("the Job before the hold", func(t *testing.T) {
 		c := fleetCache(3)
 		c.SetJob(atAttempt(pinned("ns", "a", "a", "a-slice-0", "np-0"), "1"))
 		c.Hold("ns/a", "1", map[string]map[string]string{pool: {"a-slice-0": "np-1"}})
-		if got := held(c); len(got) != 0 {
-			t.Fatalf("reservations %v for a Job that exists", got)
+		if got := held(c); fmt.Sprint(got) != "map[a-slice-0:np-0]" {
+			t.Fatalf("reservations %v, want a-slice-0's where it is pinned", got)
 		}
 	})
 	t.Run("an older attempt's Job", func(t *testing.T) {
