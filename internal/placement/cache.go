@@ -182,8 +182,8 @@ func (c *Cache) SetJob(j *batchv1.Job) {
 // attempt it was reserved for, to the domain it is pinned to. A second
 // decision made before the controller saw the Job could have reserved
 // another domain for it, and the JobSet would hold both for as long as it
-// runs. The reservation stays: it keeps the domain the JobSet's while the
-// Job, failed, holds no pin, until the restart places its successor.
+// runs. The reservation stays: once the Job fails and loses its pin, it
+// keeps the domain for the JobSet until the restart places the successor.
 func (c *Cache) follow(j pinnedJob) {
 	jobs := c.held[j.jobSet][j.key]
 	d, reserved := jobs[j.name]
