@@ -191,11 +191,13 @@ func (p *cliProcess) waitLine(t *testing.T, prefix string) string {
 }
 
 // newBrowser starts headless Chromium with the flags that keep it off
-// the network, and closes it at the end of the test.
+// the network, and closes it at the end of the test. Its temporary files
+// (the singleton socket it leaves in $TMPDIR when it is killed) go to the
+// test's own directory, removed with it.
 func newBrowser(t *testing.T, path string) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()), chromedp.Env("TMPDIR="+t.TempDir()),
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
 		chromedp.WindowSize(1280, 1000))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
