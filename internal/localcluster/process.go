@@ -188,7 +188,7 @@ func handOut(p int) bool {
 		return false
 	}
 	handed[p] = true
-	claim, err := net.Listen("unix", "@multislice-port-"+strconv.Itoa(p))
+	claim, err := net.Listen("unix", portClaim(p))
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return false // another process's
 	}
@@ -197,6 +197,9 @@ func handOut(p int) bool {
 	}
 	return true
 }
+
+// portClaim is the abstract unix socket that claims port p on the host.
+func portClaim(p int) string { return "@multislice-port-" + strconv.Itoa(p) }
 
 // listenPorts is the range freePort picks from: from 10000 to the start of
 // the ephemeral range (/proc/sys/net/ipv4/ip_local_port_range, 32768 by default).

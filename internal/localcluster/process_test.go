@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -96,7 +95,7 @@ func TestPortClaimedElsewhereNotHandedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := p + 1
-	other, err := net.Listen("unix", "@multislice-port-"+strconv.Itoa(next))
+	other, err := net.Listen("unix", portClaim(next))
 	if err != nil {
 		t.Skipf("no abstract unix sockets: %v", err)
 	}
