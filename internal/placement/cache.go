@@ -179,10 +179,10 @@ func (c *Cache) SetJob(j *batchv1.Job) {
 }
 
 // follow moves the reservation of a Job that now exists, pinned, at the
-// attempt it was reserved for, to the domain it is pinned to. A second
-// decision made before the controller saw the Job could have reserved
-// another domain for it, and the JobSet would hold both for as long as it
-// runs. The reservation stays: once the Job fails and loses its pin, it
+// attempt it was reserved for, to the domain it is pinned to. A decision
+// that did not see the Job (the controller's cache behind its creates for
+// longer than it remembers them) could have reserved another domain for
+// it, and the JobSet would hold both for as long as it runs. The reservation stays: once the Job fails and loses its pin, it
 // keeps the domain for the JobSet until the restart places the successor.
 func (c *Cache) follow(j pinnedJob) {
 	jobs := c.held[j.jobSet][j.key]
@@ -303,18 +303,17 @@ func (c *Cache) Hold(jobSet, attempt string, byKey map[string]map[string]string)
 	if held == nil {
 		held = map[string]map[string]string{}
 	}
-	ns, _, _ := strings.Cut(jobSet, "/")
-	for key, jobs := range byKey {
-		for job := range jobs {
-			// Seen already: the Job is where its pin says.
-			if pin, ok := c.jobs[ns+"/"+job]; ok && pin.jobSet == jobSet && pin.key == key && pin.attempt == attempt && jobs[job] != pin.domain() {
-				jobs = with(jobs, job, pin.domain())
-			}
-		}
-		held[key] = jobs
-	}
+	maps.Copy(held, byKey)
 	c.held[jobSet] = held
 	c.attempt[jobSet] = attempt
+	ns, _, _ := strings.Cut(jobSet, "/")
+	for _, jobs := range byKey {
+		for job := range jobs {
+			if pin, ok := c.jobs[ns+"/"+job]; ok && pin.jobSet == jobSet {
+				c.follow(pin) // seen already: the Job is where its pin says
+			}
+		}
+	}
 }
 
 // Wait queues a JobSet that found no domains.

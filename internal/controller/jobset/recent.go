@@ -50,6 +50,19 @@ func (r *recent[K]) note(k K, now time.Time) {
 	r.at[k] = now
 }
 
+// anyWithin reports whether a key match accepts was noted within
+// recentMemory of now.
+func (r *recent[K]) anyWithin(match func(K) bool, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, at := range r.at {
+		if now.Sub(at) < recentMemory && match(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // forget ends k's memory: the cache shows the write now.
 func (r *recent[K]) forget(k K) {
 	r.mu.Lock()

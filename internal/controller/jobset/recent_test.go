@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -50,52 +51,71 @@ func TestRecent(t *testing.T) {
 	}
 }
 
-// TestCreateOnceUntilTheCacheShowsIt: a Job the manager created is not
-// created again while the cache does not show it (a reconcile in between
-// decides to create it again), and is once the cache has shown it or the
-// memory has run out; a reconcile that skips comes back at the latest
-// when the memory runs out.
-func TestCreateOnceUntilTheCacheShowsIt(t *testing.T) {
+// TestNoDecisionUntilTheCacheShowsOurJobs: a reconcile whose cache does
+// not show yet a Job the manager created decides nothing (it would place
+// the Job again and create it again) and comes back; it decides once the
+// cache shows the Job, or once the memory has run out (a Job gone before
+// the cache ever showed it is created again).
+func TestNoDecisionUntilTheCacheShowsOurJobs(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = api.AddToScheme(scheme)
-	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	js := testobj.NewJobSet("ns", "train").ReplicatedJob("w", 1, 1).Obj()
 	js.UID = "js-uid"
 	creates := 0
+	behind := false // the cache shows no Job, when set
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).WithStatusSubresource(js).
-		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if _, ok := obj.(*batchv1.Job); ok {
-				creates++
+		WithIndex(&batchv1.Job{}, OwnerUIDIndex, func(o client.Object) []string {
+			if ref := metav1.GetControllerOf(o); ref != nil {
+				return []string{string(ref.UID)}
 			}
-			return c.Create(ctx, obj, opts...)
-		}}).Build()
-	clk := clocktesting.NewFakeClock(now)
+			return nil
+		}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if _, ok := obj.(*batchv1.Job); ok {
+					creates++
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, ok := list.(*batchv1.JobList); ok && behind {
+					return nil
+				}
+				return c.List(ctx, list, opts...)
+			},
+		}).Build()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
 	r := &Reconciler{Client: c, Clock: clk, Parallelism: 1}
-	reconcileOnStaleCache := func() policy.Plan {
+	decisions := 0
+	r.decide = func(o policy.Observed) policy.Plan {
+		decisions++
+		return policy.Decide(o)
+	}
+	reconcile := func() ctrl.Result {
 		t.Helper()
-		plan := policy.Decide(policy.Observed{JobSet: js, Now: clk.Now()}) // the cache shows no Job
-		if len(plan.Create) != 1 {
-			t.Fatalf("plan creates %d Jobs, want 1", len(plan.Create))
-		}
-		if err := r.act(context.Background(), js, &plan); err != nil {
+		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(js)})
+		if err != nil {
 			t.Fatal(err)
 		}
-		return plan
+		return res
 	}
-	job := client.ObjectKeyFromObject(reconcileOnStaleCache().Create[0])
-	if plan := reconcileOnStaleCache(); creates != 1 || plan.RequeueAfter > recentMemory || plan.RequeueAfter == 0 {
-		t.Fatalf("after two reconciles: %d creates, requeue after %s; want 1, at most %s", creates, plan.RequeueAfter, recentMemory)
+	reconcile()
+	if creates != 1 {
+		t.Fatalf("first reconcile: %d creates, want 1", creates)
+	}
+	behind = true
+	if res := reconcile(); decisions != 1 || creates != 1 || res.RequeueAfter == 0 {
+		t.Fatalf("on a cache without the Job just created: %d decisions, %d creates, requeue after %s; want 1, 1, some", decisions, creates, res.RequeueAfter)
 	}
 	clk.Step(recentMemory)
-	reconcileOnStaleCache()
-	if creates != 2 {
-		t.Fatalf("after the memory ran out: %d creates, want 2 (the cache had time: create again)", creates)
+	reconcile()
+	if decisions != 2 || creates != 2 {
+		t.Fatalf("after the memory ran out: %d decisions, %d creates; want 2, 2 (the cache had time: decide again)", decisions, creates)
 	}
-	r.created.forget(createdJob{job, js.UID}) // a reconcile's observe saw it
-	reconcileOnStaleCache()
-	if creates != 3 {
-		t.Fatalf("after the cache showed the Job: %d creates, want 3", creates)
+	behind = false
+	if reconcile(); decisions != 3 || creates != 2 {
+		t.Fatalf("once the cache shows the Job: %d decisions, %d creates; want 3, 2", decisions, creates)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -91,8 +90,9 @@ type Reconciler struct {
 	domainsSynced func() bool
 	// inPlace indexes the pods of in-place JobSets (InPlaceRestart gate).
 	inPlace *inPlacePods
-	// deleted and created are the Jobs deleted and created lately, not
-	// deleted or created again while the cache catches up.
+	// deleted are the Jobs deleted lately, not deleted again while the
+	// cache catches up; created those created lately: their JobSet is not
+	// decided on until the cache shows them.
 	deleted recent[types.UID]
 	created recent[createdJob]
 	// replaced are the JobSet versions the manager's own status writes
@@ -198,6 +198,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	observed, err := r.observe(ctx, &js)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.created.anyWithin(func(k createdJob) bool { return k.jobSet == js.UID }, observed.Now) {
+		// The cache does not show yet a Job this manager created: decided
+		// on it, a reconcile would place that Job again (reserve a second
+		// domain for it) and create it again. The Job's watch event
+		// requeues the JobSet; the requeue is a backstop, and the memory's
+		// end covers a Job gone before the cache ever showed it.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	plan, err := r.decideAll(ctx, &js, observed)
 	if errors.Is(err, errDomainsNotSynced) {
@@ -332,24 +340,13 @@ func (r *Reconciler) act(ctx context.Context, js *api.JobSet, p *policy.Plan) er
 	// resolve each other through it only once they run.
 	serviceErr := make(chan error, 1)
 	go func() { serviceErr <- r.createService(ctx, js, p.Service) }()
-	var skipped atomic.Bool
 	createErr := parallel(ctx, r.Parallelism, "job", p.Create, func(j *batchv1.Job) error {
-		key := createdJob{client.ObjectKeyFromObject(j), js.UID}
-		if r.created.within(key, r.Clock.Now()) {
-			skipped.Store(true)
-			return nil
-		}
 		err := r.Client.Create(ctx, j)
 		if err == nil {
-			r.created.note(key, r.Clock.Now())
+			r.created.note(createdJob{client.ObjectKeyFromObject(j), js.UID}, r.Clock.Now())
 		}
 		return client.IgnoreAlreadyExists(err)
 	})
-	if skipped.Load() && (p.RequeueAfter == 0 || p.RequeueAfter > recentMemory) {
-		// Should the Job be gone before the cache ever showed it, no
-		// event would come to create it again.
-		p.RequeueAfter = recentMemory
-	}
 	errs = append(errs, <-serviceErr)
 	if createErr != nil {
 		r.event(js, corev1.EventTypeWarning, api.JobCreationFailedReason, createErr.Error())
