@@ -6,7 +6,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -65,12 +64,7 @@ func TestNoDecisionUntilTheCacheShowsOurJobs(t *testing.T) {
 	creates := 0
 	behind := false // the cache shows no Job, when set
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).WithStatusSubresource(js).
-		WithIndex(&batchv1.Job{}, OwnerUIDIndex, func(o client.Object) []string {
-			if ref := metav1.GetControllerOf(o); ref != nil {
-				return []string{string(ref.UID)}
-			}
-			return nil
-		}).
+		WithIndex(&batchv1.Job{}, OwnerUIDIndex, ownerJobSetUID).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if _, ok := obj.(*batchv1.Job); ok {

@@ -108,12 +108,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, OwnerUIDIndex, func(o client.Object) []string {
-		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "JobSet" && ref.APIVersion == api.GroupVersion.String() {
-			return []string{string(ref.UID)}
-		}
-		return nil
-	})
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1.Job{}, OwnerUIDIndex, ownerJobSetUID)
 	if err != nil {
 		return err
 	}
@@ -223,6 +218,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// ownerJobSetUID indexes a Job by the UID of the JobSet that controls it.
+func ownerJobSetUID(o client.Object) []string {
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "JobSet" && ref.APIVersion == api.GroupVersion.String() {
+		return []string{string(ref.UID)}
+	}
+	return nil
 }
 
 // onlyConflicts: every error err joins or wraps is a write conflict.
