@@ -120,7 +120,7 @@ limits: {nodes: %d}
 		if err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
 		}
-		took, err := b.waitRunning(ctx, began, 10*time.Minute)
+		took, err := b.waitRunning(ctx, began, framework.Patience(b.slices*hosts))
 		if err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
 		}

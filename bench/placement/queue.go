@@ -96,7 +96,7 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 		if err := q.submit(ctx, scenario); err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
 		}
-		took, err := b.waitPods(ctx, began, jobsets*hosts, oneSlice, 20*time.Minute)
+		took, err := b.waitPods(ctx, began, jobsets*hosts, oneSlice, framework.Patience(jobsets*hosts))
 		if err != nil {
 			return fmt.Errorf("%s: %w", scenario, err)
 		}

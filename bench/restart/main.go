@@ -323,18 +323,11 @@ type podWatch struct {
 	patience time.Duration
 }
 
-// patience is how long a wait on a round's pods may last: 10 minutes,
-// or 250 ms a pod where that is longer. At 2,048 pods a recreate took
-// 280 s here (0.14 s a pod), and deleting pods slows as they grow.
-func patience(pods int) time.Duration {
-	return max(10*time.Minute, time.Duration(pods)*250*time.Millisecond)
-}
-
 func watchPods(cs kubernetes.Interface, name string, pods int) *podWatch {
 	store, stop := watchLabelled(cs, name, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Core().V1().Pods().Informer()
 	})
-	return &podWatch{store: store, stop: stop, patience: patience(pods)}
+	return &podWatch{store: store, stop: stop, patience: framework.Patience(pods)}
 }
 
 // watchLabelled starts the informer kind picks, of the objects labelled
