@@ -182,8 +182,9 @@ func (c *Cache) SetJob(j *batchv1.Job) {
 // attempt it was reserved for, to the domain it is pinned to. A decision
 // that did not see the Job (the controller's cache behind its creates for
 // longer than it remembers them) could have reserved another domain for
-// it, and the JobSet would hold both for as long as it runs. The reservation stays: once the Job fails and loses its pin, it
-// keeps the domain for the JobSet until the restart places the successor.
+// it, and the JobSet would hold both for as long as it runs. The
+// reservation stays: once the Job fails and loses its pin, it keeps the
+// domain for the JobSet until the restart places the successor.
 func (c *Cache) follow(j pinnedJob) {
 	jobs := c.held[j.jobSet][j.key]
 	d, reserved := jobs[j.name]
