@@ -158,7 +158,7 @@ func (r *Running) boot(ctx context.Context, opts StartOptions, p ports) error {
 			return err
 		}
 	}
-	if err := r.launch("kube-controller-manager", b.ControllerManager(), h.controllerManagerArgs(p), p.ControllerManager); err != nil {
+	if err := r.launch("kube-controller-manager", b.ControllerManager(), h.controllerManagerArgs(p, r.nodeLease), p.ControllerManager); err != nil {
 		return err
 	}
 	if err := r.launch("kube-scheduler", b.Scheduler(), h.schedulerArgs(p), p.Scheduler); err != nil {

@@ -81,7 +81,8 @@ func (h Home) apiServerArgs(p ports) []string {
 	}
 }
 
-func (h Home) controllerManagerArgs(p ports) []string {
+// controllerManagerArgs: lease is the simulated nodes' (sim.NodeLease).
+func (h Home) controllerManagerArgs(p ports, lease time.Duration) []string {
 	kc := h.pki("kube-controller-manager.kubeconfig")
 	return []string{
 		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
@@ -96,6 +97,7 @@ func (h Home) controllerManagerArgs(p ports) []string {
 		// the controller-manager's CPU while 1,024 pods start.
 		"--endpoint-updates-batch-period=1s", "--endpointslice-updates-batch-period=1s",
 		"--profiling=false",
+		"--node-monitor-grace-period=" + sim.MonitorGrace(lease).String(),
 		// Its PodGroup protection lets a deleted PodGroup go once its pods have.
 		"--feature-gates=" + podgroups.KubernetesGates,
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/multislice/multislice/internal/localcluster/sim"
 )
 
 // Every component of the local cluster listens on the loopback only, on
@@ -22,7 +24,7 @@ func TestComponentsListenOnLoopbackOnly(t *testing.T) {
 	}{
 		"etcd":                    {h.etcdArgs(p), p.EtcdClient},
 		"kube-apiserver":          {h.apiServerArgs(p), p.APIServer},
-		"kube-controller-manager": {h.controllerManagerArgs(p), p.ControllerManager},
+		"kube-controller-manager": {h.controllerManagerArgs(p, sim.KubeletLease), p.ControllerManager},
 		"kube-scheduler":          {h.schedulerArgs(p), p.Scheduler},
 		"kwok":                    {h.kwokArgs(p), p.Kwok},
 	} {

@@ -13,13 +13,24 @@ const KubeletLease = 40 * time.Second
 // longLease is the lease of a fleet that starts with more than
 // LongLeaseHosts hosts. At 5,120 simulated hosts renewing every 10 s, an
 // idle cluster kept 1.8 of two cores busy (the API server 1.0, etcd and
-// kwok 0.3 each); renewing every 25 s, 1.2. The controller-manager still
-// marks a host NotReady 50 s after its last renewal, so a lost host is
-// noticed as soon as before.
+// kwok 0.3 each); renewing every 25 s, 1.2. Under a placement round's load
+// renewing every 25 s fell behind by up to 171 s (the API server answered
+// a renewal in 0.27 s), so the controller-manager marked thousands of
+// nodes NotReady and back in one round; their pods with them.
 const (
-	longLease      = 100 * time.Second
+	longLease      = 200 * time.Second
 	LongLeaseHosts = 1024
 )
+
+// MonitorGrace is how long the controller-manager lets a node's lease go
+// unrenewed before it marks the node NotReady: Kubernetes' default, 50 s
+// (five of a kubelet's renewals), or in a fleet of long leases the lease
+// itself (four renewals). A simulated host that fails (chaos fail-host) is
+// marked NotReady at once either way; the grace is how long a real host
+// whose kubelet stopped, or a host kwok no longer plays, stays Ready.
+func MonitorGrace(lease time.Duration) time.Duration {
+	return max(50*time.Second, lease)
+}
 
 // NodeLease is the lease kwok keeps for each simulated node of a fleet
 // that starts with hosts hosts: a kubelet's, or a longer one in a fleet

@@ -22,6 +22,11 @@ func TestNodeLease(t *testing.T) {
 			t.Errorf("NodeLease(%d) = %s, want %s", c.hosts, got, c.want)
 		}
 	}
+	for lease, want := range map[time.Duration]time.Duration{KubeletLease: 50 * time.Second, longLease: longLease} {
+		if got := MonitorGrace(lease); got != want {
+			t.Errorf("MonitorGrace(%s) = %s, want %s", lease, got, want)
+		}
+	}
 	if got := RenewedWithin(KubeletLease); got != 10400*time.Millisecond {
 		t.Errorf("RenewedWithin(%s) = %s, want 10.4s (a quarter, plus kwok's 4%% jitter)", KubeletLease, got)
 	}

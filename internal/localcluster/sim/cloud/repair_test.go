@@ -15,7 +15,7 @@ func TestRecreateAfterOutlastsRenewals(t *testing.T) {
 		want  time.Duration
 	}{
 		{8, 12 * time.Second},
-		{5120, 28 * time.Second},
+		{5120, 54 * time.Second},
 	} {
 		lease := sim.NodeLease(c.hosts)
 		got := RecreateAfter(lease)
