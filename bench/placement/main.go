@@ -93,7 +93,7 @@ limits: {nodes: %d}
 	}
 	defer c.Down()
 	ctx := context.Background()
-	b := &bench{cs: c.Client, cl: c.Objects, slices: slices}
+	b := &bench{c: c, cs: c.Client, cl: c.Objects, slices: slices}
 	// Pods are counted from a watch: listing 1,024 pods ten times a second
 	// would load the apiserver more than some of the scenarios do.
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithNamespace("default"),
@@ -160,6 +160,7 @@ func report(times map[string][]time.Duration) {
 }
 
 type bench struct {
+	c      *framework.Cluster
 	cs     kubernetes.Interface
 	cl     client.Client
 	pods   corelisters.PodLister
@@ -293,13 +294,19 @@ func (b *bench) waitPods(ctx context.Context, began time.Time, want int, counts 
 func (b *bench) cleanup(ctx context.Context) error {
 	bg := metav1.DeletePropagationBackground
 	for i := 0; i < 1200; i++ {
-		// Quorum reads: the next round must not start while anything of
-		// this one is left.
-		pods, err := b.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement"})
-		jobs, err2 := b.cs.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{})
+		// Quorum reads, one object at most: the next round must not start
+		// while anything of this one is left, and a list of 4,800 pods
+		// twice a second was itself a load on the API server and etcd.
+		one := metav1.ListOptions{LabelSelector: "bench=placement", Limit: 1}
+		pods, err := b.cs.CoreV1().Pods("default").List(ctx, one)
+		jobs, err2 := b.cs.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{Limit: 1})
 		var sets api.JobSetList
-		err3 := b.cl.List(ctx, &sets, client.InNamespace("default"))
+		err3 := b.cl.List(ctx, &sets, client.InNamespace("default"), client.Limit(1))
 		if err == nil && err2 == nil && err3 == nil && len(pods.Items)+len(jobs.Items)+len(sets.Items) == 0 {
+			// kwok plays its pods' stages from a queue: after thousands of
+			// pods went at once it went on patching them (404) for
+			// minutes, and the next round's pods waited behind.
+			framework.WaitStill(ctx, b.c.PodWrites, 5*time.Second, 5*time.Minute)
 			return nil
 		}
 		// Again every 10 s: under load a collection delete of 310 JobSets
@@ -309,10 +316,10 @@ func (b *bench) cleanup(ctx context.Context) error {
 		if i%20 == 0 {
 			_ = b.cl.DeleteAllOf(ctx, &api.JobSet{}, client.InNamespace("default"), client.PropagationPolicy(bg))
 			_ = b.cs.BatchV1().Jobs("default").DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{})
-			if err == nil {
-				left := make([]*corev1.Pod, len(pods.Items))
-				for j := range pods.Items {
-					left[j] = &pods.Items[j]
+			if all, err := b.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "bench=placement"}); err == nil {
+				left := make([]*corev1.Pod, len(all.Items))
+				for j := range all.Items {
+					left[j] = &all.Items[j]
 				}
 				_ = framework.RemovePods(ctx, b.cl, left, 32)
 			}

@@ -161,24 +161,18 @@ func runQueue(c *framework.Cluster, b *bench, jobsets, queued, queuedSlices int,
 // writes (4-17 a round at 1,024 hosts). Without the manager's count to
 // watch, it waits 5 s.
 func settle(ctx context.Context, c *framework.Cluster) {
-	last := -1
-	for quiet, deadline := 0, time.Now().Add(time.Minute); quiet < 5 && time.Now().Before(deadline); {
-		time.Sleep(time.Second)
+	if writes, err := c.StatusWrites(ctx); err != nil || writes == nil {
+		time.Sleep(5 * time.Second)
+		return
+	}
+	framework.WaitStill(ctx, func(ctx context.Context) (int, error) {
 		writes, err := c.StatusWrites(ctx)
-		if err != nil || writes == nil {
-			time.Sleep(4 * time.Second)
-			return
-		}
 		total := 0
 		for _, n := range writes {
 			total += n
 		}
-		if total == last {
-			quiet++
-		} else {
-			quiet, last = 0, total
-		}
-	}
+		return total, err
+	}, 5*time.Second, time.Minute)
 }
 
 func reportQueue(rounds map[string][]queueRound, jobsets, queued int) {

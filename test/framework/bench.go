@@ -294,6 +294,39 @@ func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
+// PodWrites is how many writes to pods (pods and their subresources,
+// refused ones too) the API server has served so far.
+func (c *Cluster) PodWrites(ctx context.Context) (int, error) {
+	writes, err := c.Writes(ctx)
+	n := 0
+	for k, v := range writes {
+		if resource := strings.Fields(k)[1]; resource == "pods" || strings.HasPrefix(resource, "pods/") {
+			n += v
+		}
+	}
+	return n, err
+}
+
+// WaitStill reads count every second until it has not moved for still,
+// limit at most, and says whether it did stop moving. A count it cannot
+// read ends the wait.
+func WaitStill(ctx context.Context, count func(context.Context) (int, error), still, limit time.Duration) bool {
+	last, since := -1, time.Now()
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		n, err := count(ctx)
+		switch {
+		case err != nil:
+			return false
+		case n != last:
+			last, since = n, time.Now()
+		case time.Since(since) >= still:
+			return true
+		}
+	}
+	return false
+}
+
 // WritesSince is what Writes counted since before, without what skip
 // says is not the work measured (e.g. the nodes' heartbeats).
 func WritesSince(before, after map[string]int, skip func(resource string) bool) (total int, by map[string]int) {

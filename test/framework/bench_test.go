@@ -1,8 +1,11 @@
 package framework
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestSamples(t *testing.T) {
@@ -30,6 +33,27 @@ multislice_jobset_status_writes_total{changed="counts"} 1.5e+03
 	} {
 		if got := samples(body, tc.metric); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("samples(%s) = %v, want %v", tc.metric, got, tc.want)
+		}
+	}
+}
+
+func TestWaitStill(t *testing.T) {
+	ctx := context.Background()
+	constant := func(context.Context) (int, error) { return 7, nil }
+	n := 0
+	moving := func(context.Context) (int, error) { n++; return n, nil }
+	broken := func(context.Context) (int, error) { return 0, errors.New("no metrics") }
+	for _, tc := range []struct {
+		name  string
+		count func(context.Context) (int, error)
+		want  bool
+	}{
+		{"a count that stops", constant, true},
+		{"a count that keeps moving", moving, false},
+		{"a count that cannot be read", broken, false},
+	} {
+		if got := WaitStill(ctx, tc.count, 0, 3*time.Second); got != tc.want {
+			t.Errorf("%s: WaitStill = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
