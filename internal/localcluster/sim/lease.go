@@ -16,7 +16,8 @@ const KubeletLease = 40 * time.Second
 // kwok 0.3 each); renewing every 25 s, 1.2. Under a placement round's load
 // renewing every 25 s fell behind by up to 171 s (the API server answered
 // a renewal in 0.27 s), so the controller-manager marked thousands of
-// nodes NotReady and back in one round; their pods with them.
+// nodes NotReady and back in one round; their pods with them. Renewing
+// every 52 s, with a grace as long as the lease (MonitorGrace), none did.
 const (
 	longLease      = 200 * time.Second
 	LongLeaseHosts = 1024
