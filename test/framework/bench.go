@@ -298,12 +298,9 @@ func (c *Cluster) Writes(ctx context.Context) (map[string]int, error) {
 // refused ones too) the API server has served so far.
 func (c *Cluster) PodWrites(ctx context.Context) (int, error) {
 	writes, err := c.Writes(ctx)
-	n := 0
-	for k, v := range writes {
-		if resource := strings.Fields(k)[1]; resource == "pods" || strings.HasPrefix(resource, "pods/") {
-			n += v
-		}
-	}
+	n, _ := WritesSince(nil, writes, func(resource string) bool {
+		return resource != "pods" && !strings.HasPrefix(resource, "pods/")
+	})
 	return n, err
 }
 
@@ -332,7 +329,10 @@ func WaitStill(ctx context.Context, count func(context.Context) (int, error), st
 func WritesSince(before, after map[string]int, skip func(resource string) bool) (total int, by map[string]int) {
 	by = map[string]int{}
 	for k, n := range after {
-		resource := strings.Fields(k)[1]
+		// A key is "verb resource[ code]"; a request for no resource
+		// (a path such as /healthz) has an empty one.
+		_, resource, _ := strings.Cut(k, " ")
+		resource, _, _ = strings.Cut(resource, " ")
 		if d := n - before[k]; d > 0 && (skip == nil || !skip(resource)) {
 			by[k] = d
 			total += d

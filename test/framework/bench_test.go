@@ -57,3 +57,13 @@ func TestWaitStill(t *testing.T) {
 		}
 	}
 }
+
+func TestWritesSince(t *testing.T) {
+	before := map[string]int{"patch pods/status": 10, "create events": 5}
+	after := map[string]int{"patch pods/status": 15, "patch pods/status 422": 2, "create events": 9, "update leases": 40, "create ": 1}
+	total, by := WritesSince(before, after, func(resource string) bool { return resource == "leases" })
+	want := map[string]int{"patch pods/status": 5, "patch pods/status 422": 2, "create events": 4, "create ": 1}
+	if total != 12 || !reflect.DeepEqual(by, want) {
+		t.Errorf("WritesSince = %d, %v; want 12, %v", total, by, want)
+	}
+}
